@@ -1,0 +1,72 @@
+# The course's commands. `make book` and `make test` build .venv from requirements.txt when
+# needed, so they work on a fresh machine that has Python 3.11, make and git.
+#
+#   make book    build the HTML site into _build/html
+#   make test    unit + structure tests, nbval (strict) on every notebook, strict site build
+#   make lab     open JupyterLab on the notebooks
+#   make execute NB=chapters/01_depth_problem.ipynb   re-execute one notebook in place
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.requirements.sha256
+NOTEBOOK_DIRS := $(wildcard chapters labs solutions)
+# Reproducible hashing in kernels and tests; no telemetry or network from Jupyter Book tooling.
+export PYTHONHASHSEED := 0
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: help setup book test unit nbval build lab execute execute-all clean
+
+help:
+	@sed -n '1,10p' Makefile
+
+# Create .venv if missing; (re)install only when requirements.txt or pyproject.toml changed.
+setup:
+	@set -e; \
+	if [ ! -x $(BIN)/python ]; then \
+	  echo ">> creating $(VENV) with $(PYTHON) -m venv"; $(PYTHON) -m venv $(VENV); \
+	fi; \
+	want=$$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1); \
+	if [ "$$(cat $(STAMP) 2>/dev/null)" = "$$want" ]; then \
+	  echo ">> $(VENV) is up to date with requirements.txt (install skipped)"; \
+	else \
+	  echo ">> installing requirements.txt into $(VENV) (a few minutes the first time)"; \
+	  $(BIN)/python -m pip install --quiet --upgrade pip; \
+	  $(BIN)/python -m pip install --quiet -r requirements.txt; \
+	  echo "$$want" > $(STAMP); \
+	fi
+
+book: setup
+	$(BIN)/jupyter-book build . --quiet
+	@echo ">> site built: open file://$(CURDIR)/_build/html/index.html"
+
+test: setup unit nbval build
+	@echo ">> all tests passed"
+
+# Unit tests of depthlab and structure tests of the book (fast, run first).
+unit: setup
+	$(BIN)/python -m pytest tests -q
+
+# Strict nbval: every notebook is re-executed and its outputs compared with the committed ones.
+nbval: setup
+	$(BIN)/python -m pytest --nbval --nbval-kernel-name python3 --nbval-cell-timeout 600 \
+	  -p no:randomly -q $(NOTEBOOK_DIRS)
+
+# Strict build: any Sphinx warning (or nitpicky reference problem) fails it.
+build: setup
+	rm -rf _build/html
+	$(BIN)/jupyter-book build . -W -n --keep-going --quiet
+
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=.
+
+# Re-execute one notebook top to bottom in a fresh kernel and store its outputs (then commit it).
+execute: setup
+	@test -n "$(NB)" || (echo "usage: make execute NB=path/to/notebook.ipynb" && exit 2)
+	$(BIN)/python -m depthlab.execute $(NB)
+
+execute-all: setup
+	$(BIN)/python -m depthlab.execute $(foreach d,$(NOTEBOOK_DIRS),$(wildcard $(d)/*.ipynb))
+
+clean:
+	rm -rf _build

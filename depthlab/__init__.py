@@ -1,0 +1,22 @@
+"""depthlab: the plumbing shared by the notebooks of the course on residual connections.
+
+The concept each chapter teaches is written out in the notebook; what is here is the machinery
+around it (models with switchable residuals, normalization and scaling; probes; a training loop;
+generated data; plot style; interactive panels and their no-kernel twins).
+"""
+
+from .data import spirals, split, two_spirals
+from .models import ACTIVATIONS, ALPHA_WORDS, INITS, NORMS, Block, DeepMLP, init_linear
+from .plots import COLORS, color, layer_heatmap, use_style
+from .probes import Probe, jacobian, jacobian_singular_values, weight_grad_norms
+from .train import History, accuracy, default_device, evaluate_loss, set_seed, train
+from .twin import panel, scrubber
+
+__all__ = [
+    "ACTIVATIONS", "ALPHA_WORDS", "Block", "COLORS", "DeepMLP", "History", "INITS", "NORMS",
+    "Probe", "accuracy", "color", "default_device", "evaluate_loss", "init_linear", "jacobian",
+    "jacobian_singular_values", "layer_heatmap", "panel", "scrubber", "set_seed", "spirals",
+    "split", "train", "two_spirals", "use_style", "weight_grad_norms",
+]
+
+__version__ = "0.1.0"

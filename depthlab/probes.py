@@ -1,0 +1,92 @@
+"""Instruments for looking inside a deep network: activations, gradients, Jacobians.
+
+* :class:`Probe` hooks every block of a model and records, for one forward/backward pass, each
+  block's output ``x_l`` and the gradient of the loss with respect to it, ``dL/dx_l``.
+* :func:`weight_grad_norms` reads the gradient norm of each block's weight matrix.
+* :func:`jacobian` and :func:`jacobian_singular_values` compute the input-output Jacobian of a
+  (small) function at one input and its singular values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class Probe:
+    """Record each block's output and, after ``backward()``, the gradient with respect to it.
+
+    Use it as a context manager around one forward and backward pass::
+
+        with Probe(model) as probe:
+            loss = loss_fn(model(u), y)
+            loss.backward()
+        probe.activation_stats()      # per-layer mean, std and RMS of x_1 .. x_L
+        probe.stream_grad_norms()     # per-layer ||dL/dx_l||
+
+    The hooks are removed when the ``with`` block ends.
+    """
+
+    def __init__(self, model: nn.Module, modules=None):
+        modules = list(model.blocks if modules is None else modules)
+        if not modules:
+            raise ValueError("Probe needs a model with at least one block (model.blocks is empty)")
+        self.outputs: list[torch.Tensor] = []
+        self._handles = [m.register_forward_hook(self._keep) for m in modules]
+
+    def _keep(self, module, inputs, output):
+        if output.requires_grad:
+            output.retain_grad()  # so that dL/dx_l survives the backward pass
+        self.outputs.append(output)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+    def remove(self) -> None:
+        """Remove the hooks (done for you by the ``with`` statement)."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def activation_stats(self) -> dict[str, np.ndarray]:
+        """Mean, standard deviation and root-mean-square of each recorded output, per layer."""
+        if not self.outputs:
+            raise ValueError("no forward pass was recorded: run the model inside the Probe first")
+        xs = [x.detach().float() for x in self.outputs]
+        return {
+            "mean": np.array([x.mean().item() for x in xs]),
+            "std": np.array([x.std().item() for x in xs]),
+            "rms": np.array([x.pow(2).mean().sqrt().item() for x in xs]),
+        }
+
+    def stream_grad_norms(self) -> np.ndarray:
+        """``||dL/dx_l||`` (Frobenius norm over the batch) for each recorded output."""
+        if not self.outputs or self.outputs[0].grad is None:
+            raise ValueError("no gradients were recorded: call loss.backward() inside the Probe")
+        # float64: in a vanishing network the entries are ~1e-24 and their squares underflow float32
+        return np.array([x.grad.double().norm().item() for x in self.outputs])
+
+
+def weight_grad_norms(model: nn.Module) -> np.ndarray:
+    """The Frobenius norm of ``dL/dW_l`` for each block's weight, after ``loss.backward()``."""
+    weights = model.block_weights()
+    if any(w.grad is None for w in weights):
+        raise ValueError("some block weights have no gradient yet: call loss.backward() first")
+    # in float64, because squares of tiny float32 gradients (~1e-23) underflow to exactly zero
+    return torch.stack([w.grad.double().norm() for w in weights]).cpu().numpy()
+
+
+def jacobian(f, x: torch.Tensor) -> torch.Tensor:
+    """The Jacobian ``df/dx`` at a single input vector ``x`` (shape ``(n_out, n_in)``)."""
+    if x.dim() != 1:
+        raise ValueError(f"jacobian expects one input vector (1-D tensor), got shape {tuple(x.shape)}")
+    return torch.autograd.functional.jacobian(f, x)
+
+
+def jacobian_singular_values(f, x: torch.Tensor) -> np.ndarray:
+    """Singular values of the Jacobian of ``f`` at ``x``, largest first."""
+    return torch.linalg.svdvals(jacobian(f, x).double()).cpu().numpy()

@@ -1,0 +1,108 @@
+"""Interactive panels that also work on the static site.
+
+Each interactive figure in the course is a function ``render(value) -> matplotlib Figure`` over
+one parameter. The same function feeds two front ends, so they cannot drift apart:
+
+* :func:`panel` - an ipywidgets slider for a live kernel (JupyterLab, Binder, Colab);
+* :func:`scrubber` - the *no-kernel twin*: every frame is rendered in advance, small, and embedded
+  in the page with an HTML range slider and a few lines of inline JavaScript, so the built HTML
+  site stays interactive without Python, a kernel or a network.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import itertools
+import json
+from collections.abc import Callable, Sequence
+
+import matplotlib.pyplot as plt
+
+_ids = itertools.count()
+
+
+def _check_values(values: Sequence) -> list:
+    values = list(values)
+    if not values:
+        raise ValueError("values must list at least one parameter value to show")
+    return values
+
+
+def _png(fig, dpi: int) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def scrubber(render: Callable, values: Sequence, *, label: str = "value", start=None,
+             fmt: Callable = str, dpi: int = 72):
+    """A slider over pre-rendered frames ``render(v)`` for ``v`` in ``values``, as HTML.
+
+    Parameters
+    ----------
+    render:
+        Function of one parameter returning a matplotlib Figure (it is closed after rendering).
+    values:
+        The parameter values, in slider order.
+    label:
+        Name of the parameter, shown next to the slider.
+    start:
+        The value shown first (default: the first one).
+    fmt:
+        Turns a value into the text shown next to the slider.
+    dpi:
+        Resolution of the frames; keep it low, every frame is embedded in the page.
+
+    Returns an ``IPython.display.HTML`` object; display it (or leave it last in a cell).
+    """
+    from IPython.display import HTML
+
+    values = _check_values(values)
+    if start is not None and start not in values:
+        raise ValueError(f"start={start!r} is not one of the values {values!r}")
+    first = 0 if start is None else values.index(start)
+    uid = f"dltwin{next(_ids)}"
+    labels = [f"{label} = {fmt(v)}" for v in values]
+    frames = "".join(
+        f'<img alt="{html.escape(text)}" src="data:image/png;base64,{_png(render(v), dpi)}" '
+        f'style="max-width:100%;display:{"block" if i == first else "none"}">'
+        for i, (v, text) in enumerate(zip(values, labels))
+    )
+    on_input = (
+        "var r=this.closest('.dl-twin'),i=+this.value;"
+        "r.querySelectorAll('img').forEach(function(m,k){m.style.display=k===i?'block':'none'});"
+        "r.querySelector('output').textContent=JSON.parse(r.dataset.labels)[i];"
+    )
+    return HTML(
+        f'<div class="dl-twin" id="{uid}" data-labels="{html.escape(json.dumps(labels))}">'
+        f'<label style="display:flex;gap:0.8em;align-items:center;font-family:sans-serif">'
+        f'<input type="range" min="0" max="{len(values) - 1}" step="1" value="{first}" '
+        f'aria-label="{html.escape(label)}" oninput="{html.escape(on_input)}" style="flex:1">'
+        f"<output>{html.escape(labels[first])}</output></label>{frames}</div>"
+    )
+
+
+def panel(render: Callable, values: Sequence, *, label: str = "value", start=None,
+          fmt: Callable = str):
+    """An ipywidgets slider over ``values`` that redraws ``render(v)`` (needs a live kernel).
+
+    Takes the same ``render``, ``values``, ``label``, ``start`` and ``fmt`` as :func:`scrubber`.
+    """
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    values = _check_values(values)
+    if start is not None and start not in values:
+        raise ValueError(f"start={start!r} is not one of the values {values!r}")
+
+    def show(v):
+        display(render(v))
+        plt.close("all")
+
+    slider = widgets.SelectionSlider(options=[(fmt(v), v) for v in values],
+                                     value=values[0] if start is None else start,
+                                     description=label, continuous_update=False)
+    return widgets.interact(show, v=slider)

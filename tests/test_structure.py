@@ -1,0 +1,163 @@
+"""Structure tests of the book: what nbval and the site build do not check by themselves.
+
+* every notebook was executed top to bottom in a fresh kernel and committed with its outputs;
+* no notebook stores an unexpected error, a warning on stderr, or widget state;
+* every cell that nbval is told to treat specially says why;
+* every notebook is in ``_toc.yml`` and every toc entry exists;
+* every lab has a solution notebook that answers each of its "Your turn" stubs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = ("chapters", "labs", "solutions")
+MAX_BYTES = 5 * 1024 * 1024
+NBVAL_TAGS = {"nbval-ignore-output", "nbval-skip", "nbval-raises-exception"}
+STUB = re.compile(r"^# Your turn (\S+?):", re.M)
+
+
+def all_notebooks():
+    return sorted(p for d in FOLDERS for p in (ROOT / d).glob("*.ipynb"))
+
+
+def load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def tags(cell):
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def source(cell):
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def code_cells(nb):
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and source(c).strip()]
+
+
+def toc_entries():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    entries = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                entries.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc.get("parts", toc.get("chapters", [])))
+    return entries
+
+
+NOTEBOOKS = all_notebooks()
+IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks found under chapters/, labs/ or solutions/"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_executed_in_order_in_a_fresh_kernel(path):
+    nb = load(path)
+    assert nb["nbformat"] == 4
+    assert nb["metadata"].get("kernelspec", {}).get("name") == "python3"
+    counts = [c.get("execution_count") for c in code_cells(nb)]
+    assert counts, "no code cells"
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"execution counts {counts} are not 1..{len(counts)}: re-run the notebook top to bottom "
+        "in a fresh kernel (make execute NB=...) and commit it"
+    )
+    assert sum(len(c.get("outputs", [])) for c in code_cells(nb)) > 0, "no stored outputs"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_no_unexpected_errors_warnings_or_widget_state(path):
+    nb = load(path)
+    assert "widgets" not in nb["metadata"], "widget state is stored in the notebook metadata"
+    assert path.stat().st_size < MAX_BYTES, f"{path.stat().st_size} bytes, over {MAX_BYTES}"
+    for i, cell in enumerate(code_cells(nb)):
+        for out in cell.get("outputs", []):
+            if out["output_type"] == "error":
+                assert "raises-exception" in tags(cell), f"code cell {i} stored {out['ename']}"
+            if out["output_type"] == "stream" and out["name"] == "stderr":
+                pytest.fail(f"code cell {i} wrote to stderr (a warning?): {''.join(out['text'])[:200]}")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_nbval_markers_give_a_reason(path):
+    for i, cell in enumerate(code_cells(load(path))):
+        special = tags(cell) & NBVAL_TAGS
+        for tag in special:
+            assert re.search(rf"^# {tag}: \S", source(cell), re.M), (
+                f"code cell {i} is tagged {tag}; its source must say why on a line "
+                f"'# {tag}: <reason>'"
+            )
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.parent.name in ("chapters", "labs")],
+                         ids=[i for i in IDS if not i.startswith("solutions")])
+def test_chapters_and_labs_compute_their_figures(path):
+    outputs = [o for c in code_cells(load(path)) for o in c.get("outputs", [])]
+    assert any("image/png" in o.get("data", {}) for o in outputs), "no figure among the outputs"
+
+
+def test_every_notebook_is_in_the_toc_and_every_entry_exists():
+    entries = toc_entries()
+    for path in NOTEBOOKS:
+        stem = str(path.relative_to(ROOT).with_suffix(""))
+        assert stem in entries, f"{stem} is not listed in _toc.yml"
+    for entry in entries:
+        assert any((ROOT / entry).with_suffix(s).exists() for s in (".ipynb", ".md")), (
+            f"_toc.yml lists {entry}, which does not exist"
+        )
+    assert len(entries) == len(set(entries)), "an entry is listed twice in _toc.yml"
+
+
+def solution_for(lab: Path) -> Path:
+    return ROOT / "solutions" / f"{lab.stem}_solutions.ipynb"
+
+
+@pytest.mark.parametrize("lab", sorted((ROOT / "labs").glob("*.ipynb")),
+                         ids=lambda p: p.name)
+def test_every_lab_stub_is_answered_in_its_solution(lab):
+    solution = solution_for(lab)
+    assert solution.exists(), f"{lab.name} has no solution notebook {solution.name}"
+    stubs = {}
+    for cell in code_cells(load(lab)):
+        if "raise NotImplementedError" in source(cell):
+            found = STUB.search(source(cell))
+            assert found, f"a stub in {lab.name} does not start with '# Your turn <id>:'"
+            assert "raises-exception" in tags(cell), f"stub {found[1]} is not tagged raises-exception"
+            stubs[found[1]] = cell
+    assert stubs, f"{lab.name} has no 'Your turn' exercise stubs"
+    answers = {}
+    for cell in code_cells(load(solution)):
+        found = STUB.search(source(cell))
+        if found:
+            answers[found[1]] = cell
+    for name in stubs:
+        assert name in answers, f"stub '{name}' of {lab.name} has no answer in {solution.name}"
+        assert "raise NotImplementedError" not in source(answers[name]), (
+            f"the answer to '{name}' in {solution.name} is still a stub"
+        )
+        assert answers[name].get("outputs") is not None
+
+
+def test_readme_names_the_commands_that_ci_runs():
+    readme = (ROOT / "README.md").read_text()
+    assert "make test" in readme and "make book" in readme and "make lab" in readme
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
