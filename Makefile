@@ -2,7 +2,8 @@
 # needed, so they work on a fresh machine that has Python 3.11, make and git.
 #
 #   make book    build the HTML site into _build/html
-#   make test    unit + structure tests, nbval (strict) on every notebook, strict site build
+#   make test    unit + structure tests, nbval (strict) on every notebook, strict site build,
+#                browser tests of the built site
 #   make lab     open JupyterLab on the notebooks
 #   make execute NB=chapters/01_depth_problem.ipynb   re-execute one notebook in place
 
@@ -15,7 +16,7 @@ NOTEBOOK_DIRS := $(wildcard chapters labs solutions)
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup book test unit nbval build lab execute execute-all clean
+.PHONY: help setup book test unit nbval build browser lab execute execute-all clean
 
 help:
 	@sed -n '1,10p' Makefile
@@ -40,12 +41,12 @@ book: setup
 	$(BIN)/jupyter-book build . --quiet
 	@echo ">> site built: open file://$(CURDIR)/_build/html/index.html"
 
-test: setup unit nbval build
+test: setup unit nbval build browser
 	@echo ">> all tests passed"
 
 # Unit tests of depthlab and structure tests of the book (fast, run first).
 unit: setup
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q --ignore=tests/browser
 
 # Strict nbval: every notebook is re-executed and its outputs compared with the committed ones.
 nbval: setup
@@ -56,6 +57,12 @@ nbval: setup
 build: setup
 	rm -rf _build/html
 	$(BIN)/jupyter-book build . -W -n --keep-going --quiet
+
+# The built site in headless Chromium, offline (skipped with a message when Chromium is missing).
+# Screenshots of every page, light and dark, land in _build/screenshots/.
+browser: setup
+	@test -f _build/html/index.html || $(MAKE) --no-print-directory build
+	$(BIN)/python -m pytest tests/browser -q -rs
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=.
