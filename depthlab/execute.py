@@ -27,7 +27,9 @@ def execute(path: Path, timeout: int = 900) -> float:
                             resources={"metadata": {"path": str(path.parent)}},
                             # nbclient needs the state while it runs (its Output-widget capture
                             # fails without it); it is dropped from the file below
-                            store_widget_state=True)
+                            store_widget_state=True,
+                            # no per-cell timestamps: they change on every run
+                            record_timing=False)
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
