@@ -5,6 +5,7 @@
 #   make test    unit + structure tests, nbval (strict) on every notebook, strict site build,
 #                browser tests of the built site
 #   make lab     open JupyterLab on the notebooks
+#   make bench   time every notebook (and memory, throughput) against its budget
 #   make execute NB=chapters/01_depth_problem.ipynb   re-execute one notebook in place
 
 PYTHON ?= python3
@@ -16,7 +17,7 @@ NOTEBOOK_DIRS := $(wildcard chapters labs solutions)
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup book test unit nbval build browser lab execute execute-all clean
+.PHONY: help setup book test unit nbval build browser bench lab execute execute-all clean
 
 help:
 	@sed -n '1,10p' Makefile
@@ -63,6 +64,11 @@ build: setup
 browser: setup
 	@test -f _build/html/index.html || $(MAKE) --no-print-directory build
 	$(BIN)/python -m pytest tests/browser -q -rs
+
+# Execute every notebook in a fresh kernel; print time, peak memory and training throughput
+# against the budgets, and write the table to the book page running.md.
+bench: setup
+	$(BIN)/python -m depthlab.bench
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=.

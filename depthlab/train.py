@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +20,16 @@ from torch import nn
 from ._checks import choice, finite_float, positive_int
 
 OPTIMIZERS = ("adam", "sgd")
+
+# One (FLOPs, seconds) entry per call of train(): `make bench` reads it to report each
+# notebook's training throughput. FLOPs count the linear layers only: 6 per weight per example
+# per step (2 in the forward pass, 4 in the backward pass).
+TRAINING_LOG: list[tuple[float, float]] = []
+
+
+def linear_flops_per_example(model: nn.Module) -> int:
+    """Forward + backward FLOPs of the model's linear layers for one example (6 per weight)."""
+    return 6 * sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
 
 
 def default_device() -> torch.device:
@@ -119,6 +130,7 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     grads, ratios, alphas = (np.tile(nan_row, (steps, 1)) for _ in range(3))
     diverged_at = None
     model.train()
+    started = time.perf_counter()
     for t in range(steps):
         step_lr = lr * min(1.0, (t + 1) / warmup) if warmup else lr
         for group in opt.param_groups:
@@ -154,6 +166,9 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
             grads[t], ratios[t], alphas[t] = flat[2:2 + L], flat[2 + L:2 + 2 * L], flat[2 + 2 * L:]
         else:
             loss_h[t], acc_h[t] = (v.item() for v in row)
+    steps_done = steps if diverged_at is None else diverged_at
+    TRAINING_LOG.append((linear_flops_per_example(model) * (batch_size or len(X)) * steps_done,
+                         time.perf_counter() - started))
     return History(loss=loss_h, accuracy=acc_h, grad_norms=grads, update_ratio=ratios,
                    alphas=alphas, lr=lr_h, diverged_at=diverged_at,
                    meta=dict(steps=steps, lr=lr, optimizer=optimizer, batch_size=batch_size,
