@@ -1,0 +1,135 @@
+"""Unit tests of depthlab.paths: path counting and the path expansion of a Jacobian product."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import depthlab as dl
+from depthlab import paths
+
+
+def random_jacobians(L, d, scale=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    return [scale * rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(L)]
+
+
+def product_of_brackets(J):
+    d = J[0].shape[0]
+    P = np.eye(d)
+    for Jl in J:  # block l acts after blocks 1..l-1: multiply on the left
+        P = (np.eye(d) + Jl) @ P
+    return P
+
+
+# ---------------------------------------------------------------- counting
+
+
+def test_path_length_pmf_is_binomial_and_sums_to_one():
+    p = paths.path_length_pmf(10)
+    assert p.shape == (11,)
+    assert p.sum() == pytest.approx(1.0)
+    assert p[0] == pytest.approx(2.0 ** -10)  # one path skips every block
+    assert p[1] == pytest.approx(10 * 2.0 ** -10)  # n paths go through exactly one block
+    assert np.allclose(p, p[::-1])  # C(n, k) = C(n, n - k)
+    assert np.argmax(p) == 5
+
+
+def test_path_fraction_counts_paths_exactly():
+    assert paths.path_fraction(4, 0, 4) == 1.0
+    assert paths.path_fraction(4, 2, 2) == 6 / 16
+    # the whole range is the sum of its parts
+    n = 54
+    parts = paths.path_fraction(n, 0, 18) + paths.path_fraction(n, 19, n)
+    assert parts == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("args", [(0, 0, 0), (5, 3, 2), (5, 0, 6), (5, -1, 2)])
+def test_path_fraction_rejects_bad_ranges(args):
+    with pytest.raises(ValueError):
+        paths.path_fraction(*args)
+
+
+# ---------------------------------------------------------------- expansion
+
+
+def test_expansion_terms_add_up_to_the_product():
+    J = random_jacobians(L=7, d=5)
+    T = paths.expand_product(J)
+    assert T.shape == (8, 5, 5)
+    np.testing.assert_allclose(T.sum(0), product_of_brackets(J), atol=1e-12)
+
+
+def test_expansion_terms_are_the_sums_over_subsets_of_each_size():
+    L, d = 5, 3
+    J = random_jacobians(L, d, scale=1.0, seed=1)
+    T = paths.expand_product(J)
+    for k in range(L + 1):
+        brute = np.zeros((d, d))
+        for subset in itertools.combinations(range(L), k):
+            term = np.eye(d)
+            for l in subset:  # increasing l: later blocks end up on the left
+                term = J[l] @ term
+            brute += term
+        np.testing.assert_allclose(T[k], brute, atol=1e-12)
+    np.testing.assert_array_equal(T[0], np.eye(d))
+    np.testing.assert_allclose(T[1], sum(J), atol=1e-12)
+
+
+def test_expansion_accepts_tensors():
+    J = [torch.randn(4, 4, generator=torch.Generator().manual_seed(s)) for s in range(3)]
+    T = paths.expand_product(J)
+    np.testing.assert_allclose(T.sum(0), product_of_brackets([j.double().numpy() for j in J]),
+                               atol=1e-10)
+
+
+def test_expansion_rejects_mismatched_or_missing_matrices():
+    with pytest.raises(ValueError):
+        paths.expand_product([])
+    with pytest.raises(ValueError):
+        paths.expand_product([np.eye(3), np.eye(4)])
+    with pytest.raises(ValueError):
+        paths.expand_product([np.ones((3, 2))])
+
+
+# ---------------------------------------------------------------- branch Jacobians
+
+
+def test_branch_jacobians_rebuild_the_network_jacobian():
+    torch.manual_seed(0)
+    model = dl.DeepMLP(6, 8, alpha=0.5, init="he").double()
+    u = torch.tensor([0.3, -0.7], dtype=torch.float64)
+    J = paths.branch_jacobians(model, u)
+    assert J.shape == (6, 8, 8)
+
+    def blocks_only(x0):
+        for block in model.blocks:
+            x0 = block(x0)
+        return x0
+
+    with torch.no_grad():
+        x0 = model.embed(u)
+    full = torch.autograd.functional.jacobian(blocks_only, x0).numpy()
+    np.testing.assert_allclose(product_of_brackets(list(J)), full, atol=1e-10)
+
+
+def test_branch_jacobians_of_rezero_are_zero():
+    model = dl.DeepMLP(3, 4, alpha="rezero")
+    J = paths.branch_jacobians(model, torch.zeros(2))
+    assert np.count_nonzero(J) == 0
+
+
+@pytest.mark.parametrize("kwargs", [dict(residual=False), dict(norm="post"),
+                                    dict(shortcut=0.5)])
+def test_branch_jacobians_reject_blocks_without_an_identity_shortcut(kwargs):
+    model = dl.DeepMLP(3, 4, **kwargs)
+    with pytest.raises(ValueError):
+        paths.branch_jacobians(model, torch.zeros(2))
+
+
+def test_branch_jacobians_need_one_input_vector():
+    model = dl.DeepMLP(3, 4)
+    with pytest.raises(ValueError):
+        paths.branch_jacobians(model, torch.zeros(5, 2))
