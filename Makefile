@@ -17,7 +17,7 @@ NOTEBOOK_DIRS := $(wildcard chapters labs solutions)
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup book test unit nbval build browser bench lab execute execute-all clean
+.PHONY: help setup book test unit nbval nbval-threads build browser bench lab execute execute-all clean
 
 help:
 	@sed -n '1,10p' Makefile
@@ -50,9 +50,16 @@ unit: setup
 	$(BIN)/python -m pytest tests -q --ignore=tests/browser
 
 # Strict nbval: every notebook is re-executed and its outputs compared with the committed ones.
+# Two notebooks at a time (one per core), each kernel on ONE thread: the committed outputs were
+# produced with the default thread count, so this also proves they do not depend on it.
+NBVAL_WORKERS ?= 2
+NBVAL := $(BIN)/python -m pytest --nbval --nbval-kernel-name python3 --nbval-cell-timeout 600 -q
 nbval: setup
-	$(BIN)/python -m pytest --nbval --nbval-kernel-name python3 --nbval-cell-timeout 600 \
-	  -p no:randomly -q $(NOTEBOOK_DIRS)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(NBVAL) -n $(NBVAL_WORKERS) --dist loadfile $(NOTEBOOK_DIRS)
+
+# The same, one notebook at a time with PyTorch's default thread count (not part of `make test`).
+nbval-threads: setup
+	$(NBVAL) $(NOTEBOOK_DIRS)
 
 # Strict build: any Sphinx warning (or nitpicky reference problem) fails it.
 build: setup

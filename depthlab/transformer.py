@@ -1,0 +1,332 @@
+"""A tiny transformer with the LayerNorm before (pre-LN) or after (post-LN) each residual sum.
+
+Each block has two sub-layers, self-attention ``A`` and a feed-forward network
+``FFN(x) = W_2 relu(W_1 x + b_1) + b_2``, each wrapped in a residual connection. The two
+placements of LayerNorm differ only in where ``LN`` sits:
+
+=========  ===========================================================
+post-LN    ``x <- LN(x + A(x))``,      then ``x <- LN(x + FFN(x))``
+pre-LN     ``x <- x + A(LN(x))``,      then ``x <- x + FFN(LN(x))``
+=========  ===========================================================
+
+Post-LN is the original transformer (Vaswani et al. 2017); pre-LN is what most large models use
+today, with one extra LayerNorm after the last block (Xiong et al. 2020). The model is an encoder
+(every position attends to every other, no mask) that reads a sequence of tokens and predicts one
+token per position, which is all the generated tasks of :func:`sequence_task` need.
+
+* :class:`TransformerBlock` and :class:`TinyTransformer`: the model;
+* :func:`sequence_task`: a seeded copy / reverse / sort data set;
+* :func:`train_sequence`: Adam with optional linear warm-up, returning a :class:`SeqHistory`.
+
+``TinyTransformer.block_weights()`` returns each block's FFN output matrix ``W_2``, so
+:func:`depthlab.weight_grad_norms` reads the gradient norm of every block's ``W_2`` after a
+backward pass, as Xiong et al. analyse it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._checks import choice, finite_float, positive_int
+
+NORMS = ("pre", "post")
+TASKS = ("copy", "reverse", "sort")
+INITS = ("xavier", "default")
+
+
+def _check_heads(d_model: int, n_heads: int) -> None:
+    if d_model % n_heads:
+        divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
+        raise ValueError(f"n_heads must divide d_model={d_model}; got n_heads={n_heads} "
+                         f"(allowed: {', '.join(map(str, divisors))})")
+
+
+class TransformerBlock(nn.Module):
+    """One encoder block: self-attention and a feed-forward network, each with a residual sum.
+
+    Parameters
+    ----------
+    d_model:
+        Width of the residual stream.
+    n_heads:
+        Number of attention heads; must divide ``d_model``.
+    d_ff:
+        Hidden width of the feed-forward network (default ``2 * d_model``).
+    norm:
+        ``"pre"`` (``x + F(LN(x))``) or ``"post"`` (``LN(x + F(x))``); see the module docstring.
+    init:
+        ``"xavier"`` (every weight matrix from Xavier's normal distribution, biases zero: the
+        setting of Xiong et al.'s analysis) or ``"default"`` (PyTorch's own initialization).
+    """
+
+    def __init__(self, d_model: int = 64, n_heads: int = 4, d_ff: int | None = None, *,
+                 norm: str = "pre", init: str = "xavier"):
+        super().__init__()
+        d_model = positive_int("d_model", d_model)
+        n_heads = positive_int("n_heads", n_heads)
+        _check_heads(d_model, n_heads)
+        d_ff = 2 * d_model if d_ff is None else positive_int("d_ff", d_ff)
+        self.norm_position = choice("norm", norm, NORMS)
+        choice("init", init, INITS)
+        self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+        self.ff1 = nn.Linear(d_model, d_ff)
+        self.ff2 = nn.Linear(d_ff, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        if init == "xavier":
+            self._xavier(d_model)
+
+    def _xavier(self, d_model: int) -> None:
+        with torch.no_grad():
+            # the query, key and value maps are stacked in one (3d, d) matrix: initialize each
+            # d x d piece on its own, as three separate Linear layers would be
+            for piece in self.attn.in_proj_weight.split(d_model):
+                nn.init.xavier_normal_(piece)
+            nn.init.zeros_(self.attn.in_proj_bias)
+            for layer in (self.attn.out_proj, self.ff1, self.ff2):
+                nn.init.xavier_normal_(layer.weight)
+                nn.init.zeros_(layer.bias)
+
+    def attention(self, x: torch.Tensor) -> torch.Tensor:
+        """The self-attention sub-layer ``A(x)`` (no mask: every position sees every other)."""
+        return self.attn(x, x, x, need_weights=False)[0]
+
+    def ffn(self, x: torch.Tensor) -> torch.Tensor:
+        """The feed-forward sub-layer ``FFN(x) = W_2 relu(W_1 x + b_1) + b_2``."""
+        return self.ff2(torch.relu(self.ff1(x)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.norm_position == "pre":
+            x = x + self.attention(self.norm1(x))
+            return x + self.ffn(self.norm2(x))
+        x = self.norm1(x + self.attention(x))
+        return self.norm2(x + self.ffn(x))
+
+
+class TinyTransformer(nn.Module):
+    """Token and position embeddings, ``depth`` blocks, and a linear read-out at every position.
+
+    Parameters
+    ----------
+    vocab:
+        Number of distinct tokens (inputs and outputs share the vocabulary), >= 2.
+    seq_len:
+        Longest sequence the position embedding covers.
+    depth:
+        Number of blocks ``L``, >= 1.
+    d_model, n_heads, d_ff, norm, init:
+        Passed to every :class:`TransformerBlock`.
+
+    Pre-LN models get a final LayerNorm before the read-out (post-LN blocks already end in one).
+    Embeddings start from N(0, 1), as ``nn.Embedding`` does. ``model.blocks`` is the list of
+    blocks and ``model.stream(tokens)`` returns ``[x_0, ..., x_L]``.
+    """
+
+    def __init__(self, vocab: int, seq_len: int, depth: int = 2, *, d_model: int = 64,
+                 n_heads: int = 4, d_ff: int | None = None, norm: str = "pre",
+                 init: str = "xavier"):
+        super().__init__()
+        vocab = positive_int("vocab", vocab, minimum=2)
+        seq_len = positive_int("seq_len", seq_len)
+        depth = positive_int("depth", depth)
+        d_model = positive_int("d_model", d_model)
+        self.norm_position = choice("norm", norm, NORMS)
+        self.config = dict(vocab=vocab, seq_len=seq_len, depth=depth, d_model=d_model,
+                           n_heads=n_heads, d_ff=d_ff, norm=norm, init=init)
+        self.embed = nn.Embedding(vocab, d_model)
+        self.pos = nn.Parameter(torch.randn(seq_len, d_model))
+        self.blocks = nn.ModuleList(
+            TransformerBlock(d_model, n_heads, d_ff, norm=norm, init=init) for _ in range(depth)
+        )
+        self.final_norm = nn.LayerNorm(d_model) if norm == "pre" else nn.Identity()
+        self.head = nn.Linear(d_model, vocab)
+
+    def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens must be a (batch, length) tensor of token ids, "
+                             f"got shape {tuple(tokens.shape)}")
+        if tokens.shape[1] > self.pos.shape[0]:
+            raise ValueError(f"sequences of length {tokens.shape[1]} are longer than "
+                             f"seq_len={self.pos.shape[0]}")
+        return self.embed(tokens) + self.pos[: tokens.shape[1]]
+
+    def stream(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        """The residual stream ``[x_0, x_1, ..., x_L]`` (x_0 = token + position embedding)."""
+        xs = [self._embed(tokens)]
+        for block in self.blocks:
+            xs.append(block(xs[-1]))
+        return xs
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits of shape ``(batch, length, vocab)``."""
+        x = self._embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.final_norm(x))
+
+    def block_weights(self) -> list[torch.Tensor]:
+        """The FFN output matrix ``W_2`` of each block, first block first."""
+        return [b.ff2.weight for b in self.blocks]
+
+
+def sequence_task(n: int, *, kind: str = "sort", length: int = 8, vocab: int = 16,
+                  seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """A generated sequence-to-sequence data set: inputs and the target token at every position.
+
+    Parameters
+    ----------
+    n:
+        Number of sequences.
+    kind:
+        ``"copy"`` (target = input), ``"reverse"`` (the input read backwards) or ``"sort"``
+        (the input's tokens in increasing order).
+    length:
+        Tokens per sequence, >= 2.
+    vocab:
+        Tokens are drawn uniformly from ``0 .. vocab - 1``, >= 2.
+    seed:
+        Seed of the generator: the same arguments always give the same data.
+
+    Returns ``(X, Y)``, two int64 tensors of shape ``(n, length)``.
+    """
+    n = positive_int("n", n)
+    choice("kind", kind, TASKS)
+    length = positive_int("length", length, minimum=2)
+    vocab = positive_int("vocab", vocab, minimum=2)
+    g = torch.Generator().manual_seed(int(seed))
+    X = torch.randint(0, vocab, (n, length), generator=g)
+    if kind == "copy":
+        Y = X.clone()
+    elif kind == "reverse":
+        Y = X.flip(1)
+    else:
+        Y = X.sort(dim=1).values
+    return X, Y
+
+
+@dataclass
+class SeqHistory:
+    """What :func:`train_sequence` recorded; arrays have one entry per step."""
+
+    loss: np.ndarray          # cross-entropy on the batch, per token
+    accuracy: np.ndarray      # fraction of the batch's tokens predicted correctly
+    grad_norm: np.ndarray     # norm of the whole gradient (all parameters) before each update
+    lr: np.ndarray            # learning rate used at each step
+    diverged_at: int | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def steps(self) -> int:
+        return len(self.loss)
+
+    def final_loss(self, last: int = 10) -> float:
+        """Mean loss over the last ``last`` steps (``inf`` if training diverged)."""
+        if self.diverged_at is not None:
+            return math.inf
+        return float(np.mean(self.loss[-last:]))
+
+    def final_accuracy(self, last: int = 10) -> float:
+        """Mean token accuracy over the last ``last`` steps (0 if training diverged)."""
+        if self.diverged_at is not None:
+            return 0.0
+        return float(np.mean(self.accuracy[-last:]))
+
+
+def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps: int = 200,
+                   lr: float = 1e-3, warmup: int = 0, batch_size: int = 64,
+                   betas: tuple[float, float] = (0.9, 0.98), seed: int = 0,
+                   device=None) -> SeqHistory:
+    """Train ``model`` to predict ``Y`` from ``X`` (cross-entropy at every position) with Adam.
+
+    Parameters
+    ----------
+    model:
+        A :class:`TinyTransformer` (anything mapping ``(batch, length)`` token ids to
+        ``(batch, length, vocab)`` logits).
+    X, Y:
+        Inputs and targets from :func:`sequence_task`.
+    steps:
+        Number of optimizer steps, >= 1.
+    lr:
+        Peak learning rate, > 0.
+    warmup:
+        Number of steps over which the learning rate rises linearly from ``lr / warmup`` to ``lr``
+        (0: the full rate from the first step).
+    batch_size:
+        Sequences per step, drawn without replacement each step from a seeded generator.
+    betas:
+        Adam's ``(beta1, beta2)``; the default ``(0.9, 0.98)`` is the original transformer's.
+    seed:
+        Seed for the batch order.
+    device:
+        Where to train; default CUDA when available, else the CPU.
+
+    Training stops early, leaving the rest of the history as NaN and setting ``diverged_at``, if
+    the loss becomes NaN or infinite.
+    """
+    steps = positive_int("steps", steps)
+    lr = finite_float("lr", lr, positive=True)
+    warmup = positive_int("warmup", warmup, minimum=0)
+    batch_size = positive_int("batch_size", batch_size)
+    if X.shape != Y.shape or X.dim() != 2:
+        raise ValueError(f"X and Y must be (n, length) tensors of the same shape, "
+                         f"got {tuple(X.shape)} and {tuple(Y.shape)}")
+    if batch_size > len(X):
+        raise ValueError(f"batch_size must be <= the number of sequences ({len(X)}), "
+                         f"got {batch_size}")
+    if len(betas) != 2 or not all(0 <= finite_float("betas", b) < 1 for b in betas):
+        raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
+    if device is None:
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(device)
+    model.to(device)
+    X, Y = X.to(device), Y.to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=tuple(betas))
+    g = torch.Generator().manual_seed(int(seed))
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    loss_h, acc_h, grad_h = (np.full(steps, np.nan) for _ in range(3))
+    lr_h = np.zeros(steps)
+    diverged_at = None
+    model.train()
+    for t in range(steps):
+        step_lr = lr * min(1.0, (t + 1) / warmup) if warmup else lr
+        for group in opt.param_groups:
+            group["lr"] = step_lr
+        lr_h[t] = step_lr
+        idx = torch.randperm(len(X), generator=g)[:batch_size].to(device)
+        xb, yb = X[idx], Y[idx]
+        logits = model(xb)
+        loss = nn.functional.cross_entropy(logits.flatten(0, 1), yb.flatten())
+        if not torch.isfinite(loss):
+            diverged_at = t
+            break
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        # float64: a vanishing gradient's squares would underflow in float32
+        grad = torch.stack([p.grad.double().norm() for p in params if p.grad is not None]).norm()
+        opt.step()
+        acc = (logits.argmax(-1) == yb).float().mean()
+        # one transfer to the host per step
+        row = torch.stack([loss.detach().double(), acc.double(), grad]).cpu().numpy()
+        loss_h[t], acc_h[t], grad_h[t] = row
+    return SeqHistory(loss=loss_h, accuracy=acc_h, grad_norm=grad_h, lr=lr_h,
+                      diverged_at=diverged_at,
+                      meta=dict(steps=steps, lr=lr, warmup=warmup, batch_size=batch_size,
+                                betas=tuple(betas), seed=seed, device=str(device)))
+
+
+@torch.no_grad()
+def sequence_accuracy(model: nn.Module, X: torch.Tensor, Y: torch.Tensor) -> tuple[float, float]:
+    """``(token accuracy, whole-sequence accuracy)`` of ``model`` on ``(X, Y)``, in one batch."""
+    device = next(model.parameters()).device
+    model.eval()
+    pred = model(X.to(device)).argmax(-1).cpu()
+    model.train()
+    right = pred == Y.cpu()
+    return float(right.float().mean()), float(right.all(dim=1).float().mean())

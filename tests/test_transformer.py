@@ -1,0 +1,245 @@
+"""Unit tests of depthlab.transformer: formulas, shapes, data, training and argument checks."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import depthlab as dl
+from depthlab import transformer as tf
+
+
+def manual_attention(block, x):
+    """Multi-head self-attention written out from the block's own weights."""
+    d = x.shape[-1]
+    h = block.attn.num_heads
+    q, k, v = (x @ w.T + b for w, b in zip(block.attn.in_proj_weight.split(d),
+                                          block.attn.in_proj_bias.split(d)))
+
+    def heads(t):  # (B, T, d) -> (B, h, T, d/h)
+        return t.unflatten(-1, (h, d // h)).transpose(1, 2)
+
+    q, k, v = heads(q), heads(k), heads(v)
+    weights = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // h), dim=-1)
+    out = (weights @ v).transpose(1, 2).flatten(-2)
+    return block.attn.out_proj(out)
+
+
+def manual_ffn(block, x):
+    """FFN(x) = W_2 relu(W_1 x + b_1) + b_2, from the block's own weights."""
+    return torch.relu(x @ block.ff1.weight.T + block.ff1.bias) @ block.ff2.weight.T + block.ff2.bias
+
+
+def layer_norm(x, eps=1e-5):
+    mu = x.mean(-1, keepdim=True)
+    var = x.var(-1, unbiased=False, keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps)
+
+
+# ---------------------------------------------------------------- formulas
+
+
+def test_attention_and_ffn_sublayers_compute_their_formulas():
+    torch.manual_seed(0)
+    block = tf.TransformerBlock(16, 4, norm="pre")
+    x = torch.randn(3, 5, 16)
+    torch.testing.assert_close(block.attention(x), manual_attention(block, x))
+    torch.testing.assert_close(block.ffn(x), manual_ffn(block, x))
+
+
+def test_pre_ln_block_is_x_plus_branch_of_layernormed_x():
+    torch.manual_seed(0)
+    block = tf.TransformerBlock(16, 2, norm="pre")
+    x = 3.0 * torch.randn(2, 6, 16)  # not normalized: LN must be applied inside the branch
+    h = x + manual_attention(block, layer_norm(x))
+    expected = h + manual_ffn(block, layer_norm(h))
+    torch.testing.assert_close(block(x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_post_ln_block_is_layernorm_of_the_residual_sum():
+    torch.manual_seed(0)
+    block = tf.TransformerBlock(16, 2, norm="post")
+    x = 3.0 * torch.randn(2, 6, 16)
+    h = layer_norm(x + manual_attention(block, x))
+    expected = layer_norm(h + manual_ffn(block, h))
+    torch.testing.assert_close(block(x), expected, rtol=1e-4, atol=1e-5)
+    # every position leaves a post-LN block with mean 0 and variance 1 (LN at init)
+    out = block(x)
+    torch.testing.assert_close(out.mean(-1), torch.zeros(2, 6), atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.var(-1, unbiased=False), torch.ones(2, 6), atol=1e-3, rtol=0)
+
+
+def test_final_layernorm_only_for_pre_ln_and_logits_use_it():
+    torch.manual_seed(0)
+    pre = tf.TinyTransformer(10, 6, 3, d_model=16, n_heads=2, norm="pre")
+    post = tf.TinyTransformer(10, 6, 3, d_model=16, n_heads=2, norm="post")
+    assert isinstance(pre.final_norm, torch.nn.LayerNorm)
+    assert isinstance(post.final_norm, torch.nn.Identity)
+    tokens = torch.randint(0, 10, (4, 6))
+    xs = pre.stream(tokens)
+    torch.testing.assert_close(pre(tokens), pre.head(layer_norm(xs[-1])), rtol=1e-4, atol=1e-5)
+
+
+def test_pre_ln_stream_grows_with_depth_and_post_ln_stays_normalized():
+    tokens, _ = tf.sequence_task(32, length=8, vocab=16, seed=0)
+
+    def top_rms(norm, depth):
+        torch.manual_seed(0)
+        model = tf.TinyTransformer(16, 8, depth, norm=norm)
+        with torch.no_grad():
+            return model.stream(tokens)[-1].pow(2).mean().sqrt().item()
+
+    assert top_rms("pre", 16) > 1.5 * top_rms("pre", 2)
+    assert top_rms("post", 16) == pytest.approx(1.0, abs=1e-3)
+
+
+# ---------------------------------------------------------------- shapes and init
+
+
+def test_shapes_and_block_weights():
+    torch.manual_seed(0)
+    model = tf.TinyTransformer(12, 10, 4, d_model=32, n_heads=4, d_ff=48)
+    tokens = torch.randint(0, 12, (5, 7))  # shorter than seq_len is allowed
+    assert model(tokens).shape == (5, 7, 12)
+    xs = model.stream(tokens)
+    assert len(xs) == 5 and all(x.shape == (5, 7, 32) for x in xs)
+    weights = model.block_weights()
+    assert [tuple(w.shape) for w in weights] == [(32, 48)] * 4
+    torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
+    norms = dl.weight_grad_norms(model)
+    assert norms.shape == (4,) and np.all(norms > 0)
+
+
+def test_xavier_init_variances_and_zero_biases():
+    torch.manual_seed(0)
+    block = tf.TransformerBlock(256, 4, d_ff=512)
+    for piece in block.attn.in_proj_weight.split(256):  # each of W_q, W_k, W_v
+        assert piece.var().item() == pytest.approx(1 / 256, rel=0.05)
+    assert block.ff1.weight.var().item() == pytest.approx(2 / (256 + 512), rel=0.05)
+    assert block.ff2.weight.var().item() == pytest.approx(2 / (256 + 512), rel=0.05)
+    for bias in (block.attn.in_proj_bias, block.attn.out_proj.bias, block.ff1.bias,
+                 block.ff2.bias):
+        assert torch.count_nonzero(bias) == 0
+
+
+# ---------------------------------------------------------------- data
+
+
+def test_sequence_tasks_have_the_right_targets_and_are_seeded():
+    X, Y = tf.sequence_task(50, kind="sort", length=6, vocab=9, seed=3)
+    assert X.shape == Y.shape == (50, 6) and X.dtype == torch.int64
+    assert torch.all(Y[:, 1:] >= Y[:, :-1])
+    assert torch.equal(Y, X.sort(dim=1).values)
+    assert X.min() >= 0 and X.max() < 9
+    X2, _ = tf.sequence_task(50, kind="sort", length=6, vocab=9, seed=3)
+    assert torch.equal(X, X2)
+    Xr, Yr = tf.sequence_task(10, kind="reverse", seed=1)
+    assert torch.equal(Yr, Xr.flip(1))
+    Xc, Yc = tf.sequence_task(10, kind="copy", seed=1)
+    assert torch.equal(Yc, Xc)
+
+
+# ---------------------------------------------------------------- training
+
+
+@pytest.fixture
+def one_thread():
+    # a tiny model's step is Python overhead: on a busy machine extra threads only add waiting
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_short_training_run_lowers_the_loss(one_thread):
+    X, Y = tf.sequence_task(256, kind="copy", length=6, vocab=8, seed=0)
+    torch.manual_seed(0)
+    model = tf.TinyTransformer(8, 6, 2, d_model=32, n_heads=2)
+    h = tf.train_sequence(model, X, Y, steps=60, lr=3e-3, batch_size=32, device="cpu")
+    assert h.loss.shape == (60,) and h.diverged_at is None
+    assert h.final_loss() < 0.5 * h.loss[0]
+    assert np.all(np.isfinite(h.grad_norm)) and np.all(h.grad_norm > 0)
+    token_acc, seq_acc = tf.sequence_accuracy(model, X, Y)
+    assert token_acc > 0.5 and 0 <= seq_acc <= token_acc
+
+
+def test_training_is_deterministic_and_warmup_ramps_the_rate():
+    X, Y = tf.sequence_task(64, kind="reverse", length=5, vocab=6, seed=0)
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(1)
+        model = tf.TinyTransformer(6, 5, 1, d_model=16, n_heads=2, norm="post")
+        runs.append(tf.train_sequence(model, X, Y, steps=8, lr=1e-2, warmup=4,
+                                      batch_size=16, seed=2, device="cpu"))
+    np.testing.assert_array_equal(runs[0].loss, runs[1].loss)
+    np.testing.assert_allclose(runs[0].lr[:5], [2.5e-3, 5e-3, 7.5e-3, 1e-2, 1e-2])
+
+
+# ---------------------------------------------------------------- argument checks
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(norm="middle"), "norm must be one of 'pre', 'post'"),
+        (dict(init="he"), "init must be one of 'xavier', 'default'"),
+        (dict(depth=0), "depth must be an integer >= 1"),
+        (dict(vocab=1), "vocab must be an integer >= 2"),
+        (dict(d_model=30, n_heads=4), r"n_heads must divide d_model=30; got n_heads=4 \(allowed: "
+                                      r"1, 2, 3, 5, 6, 10, 15, 30\)"),
+        (dict(d_ff=0), "d_ff must be an integer >= 1"),
+    ],
+)
+def test_bad_model_arguments_say_what_is_allowed(kwargs, message):
+    args = dict(vocab=10, seq_len=8, depth=2)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        tf.TinyTransformer(**args)
+
+
+def test_bad_inputs_to_the_model_are_clear_errors():
+    model = tf.TinyTransformer(10, 4, 1, d_model=16, n_heads=2)
+    with pytest.raises(ValueError, match=r"\(batch, length\) tensor"):
+        model(torch.zeros(4, dtype=torch.long))
+    with pytest.raises(ValueError, match="longer than seq_len=4"):
+        model(torch.zeros(2, 5, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(kind="shuffle"), "kind must be one of 'copy', 'reverse', 'sort'"),
+        (dict(length=1), "length must be an integer >= 2"),
+        (dict(vocab=1), "vocab must be an integer >= 2"),
+    ],
+)
+def test_bad_task_arguments_say_what_is_allowed(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tf.sequence_task(10, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(steps=0), "steps must be an integer >= 1"),
+        (dict(lr=-1.0), "lr must be > 0"),
+        (dict(warmup=-2), "warmup must be an integer >= 0"),
+        (dict(batch_size=1000), "batch_size must be <= the number of sequences"),
+        (dict(betas=(0.9, 1.5)), r"betas must be two numbers in \[0, 1\)"),
+    ],
+)
+def test_bad_training_arguments_say_what_is_allowed(kwargs, message):
+    X, Y = tf.sequence_task(16, length=4, vocab=5)
+    model = tf.TinyTransformer(5, 4, 1, d_model=8, n_heads=2)
+    args = dict(batch_size=8, device="cpu")
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        tf.train_sequence(model, X, Y, **args)
+
+
+def test_mismatched_data_is_a_clear_error():
+    X, Y = tf.sequence_task(16, length=4, vocab=5)
+    model = tf.TinyTransformer(5, 4, 1, d_model=8, n_heads=2)
+    with pytest.raises(ValueError, match="same shape"):
+        tf.train_sequence(model, X, Y[:, :3], device="cpu")
