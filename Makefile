@@ -55,11 +55,11 @@ unit: setup
 NBVAL_WORKERS ?= 2
 NBVAL := $(BIN)/python -m pytest --nbval --nbval-kernel-name python3 --nbval-cell-timeout 600 -q
 nbval: setup
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(NBVAL) -n $(NBVAL_WORKERS) --dist loadfile $(NOTEBOOK_DIRS)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(NBVAL) -n $(NBVAL_WORKERS) --dist loadfile $(NOTEBOOK_DIRS)
 
 # The same, one notebook at a time with PyTorch's default thread count (not part of `make test`).
 nbval-threads: setup
-	$(NBVAL) $(NOTEBOOK_DIRS)
+	DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(NBVAL) $(NOTEBOOK_DIRS)
 
 # Strict build: any Sphinx warning (or nitpicky reference problem) fails it.
 build: setup
@@ -73,20 +73,22 @@ browser: setup
 	$(BIN)/python -m pytest tests/browser -q -rs
 
 # Execute every notebook in a fresh kernel; print time, peak memory and training throughput
-# against the budgets, and write the table to the book page running.md.
+# against the budgets; re-run every lab at seeds 1 and 2 and report whether its conclusions
+# hold; write both tables to the book page running.md. BENCH_ARGS="--device cuda" for a GPU.
 bench: setup
-	$(BIN)/python -m depthlab.bench
+	$(BIN)/python -m depthlab.bench $(BENCH_ARGS)
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=.
 
 # Re-execute one notebook top to bottom in a fresh kernel and store its outputs (then commit it).
+# Stored outputs always come from the CPU at seed 0, which is what nbval compares against.
 execute: setup
 	@test -n "$(NB)" || (echo "usage: make execute NB=path/to/notebook.ipynb" && exit 2)
-	$(BIN)/python -m depthlab.execute $(NB)
+	DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(BIN)/python -m depthlab.execute $(NB)
 
 execute-all: setup
-	$(BIN)/python -m depthlab.execute $(foreach d,$(NOTEBOOK_DIRS),$(wildcard $(d)/*.ipynb))
+	DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(BIN)/python -m depthlab.execute $(foreach d,$(NOTEBOOK_DIRS),$(wildcard $(d)/*.ipynb))
 
 clean:
 	rm -rf _build

@@ -9,14 +9,15 @@ from .data import spirals, split, two_spirals
 from .models import ACTIVATIONS, ALPHA_WORDS, INITS, NORMS, Block, DeepMLP, init_linear
 from .plots import COLORS, color, layer_heatmap, use_style
 from .probes import Probe, jacobian, jacobian_singular_values, weight_grad_norms
-from .train import History, accuracy, default_device, evaluate_loss, set_seed, train
+from .reproduce import conclusions, default_device, lab_seed
+from .train import History, accuracy, evaluate_loss, set_seed, train
 from .twin import panel, scrubber
 
 __all__ = [
-    "ACTIVATIONS", "ALPHA_WORDS", "Block", "COLORS", "DeepMLP", "History", "INITS", "NORMS",
-    "Probe", "accuracy", "color", "default_device", "evaluate_loss", "init_linear", "jacobian",
-    "jacobian_singular_values", "layer_heatmap", "panel", "scrubber", "set_seed", "spirals",
-    "split", "train", "two_spirals", "use_style", "weight_grad_norms",
+    "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "Block", "color", "COLORS", "conclusions", "DeepMLP",
+    "default_device", "evaluate_loss", "History", "init_linear", "INITS", "jacobian",
+    "jacobian_singular_values", "lab_seed", "layer_heatmap", "NORMS", "panel", "Probe", "scrubber",
+    "set_seed", "spirals", "split", "train", "two_spirals", "use_style", "weight_grad_norms",
 ]
 
 __version__ = "0.1.0"

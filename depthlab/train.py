@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ._checks import choice, finite_float, positive_int
+from .reproduce import default_device
 
 OPTIMIZERS = ("adam", "sgd")
 
@@ -28,13 +29,18 @@ TRAINING_LOG: list[tuple[float, float]] = []
 
 
 def linear_flops_per_example(model: nn.Module) -> int:
-    """Forward + backward FLOPs of the model's linear layers for one example (6 per weight)."""
-    return 6 * sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
+    """Forward + backward FLOPs of the model's linear maps for one example (6 per weight).
 
-
-def default_device() -> torch.device:
-    """CUDA when it is available, otherwise the CPU. Nothing in the course requires a GPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    Counts every ``nn.Linear`` and the input projections of ``nn.MultiheadAttention`` (for a
+    sequence model, "one example" is one token); the attention scores themselves are left out.
+    """
+    weights = 0
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            weights += m.weight.numel()
+        elif isinstance(m, nn.MultiheadAttention) and m.in_proj_weight is not None:
+            weights += m.in_proj_weight.numel()
+    return 6 * weights
 
 
 def set_seed(seed: int = 0) -> None:
@@ -44,8 +50,58 @@ def set_seed(seed: int = 0) -> None:
     torch.manual_seed(seed)
 
 
+class Record:
+    """What every training history shares: a per-step ``loss`` and ``diverged_at``."""
+
+    loss: np.ndarray
+    diverged_at: int | None
+
+    @property
+    def steps(self) -> int:
+        return len(self.loss)
+
+    def final_loss(self, last: int = 10) -> float:
+        """Mean loss over the last ``last`` steps (``inf`` if training diverged)."""
+        if self.diverged_at is not None:
+            return math.inf
+        return float(np.mean(self.loss[-last:]))
+
+
+def warmup_factor(t: int, warmup: int) -> float:
+    """Share of the peak learning rate at step ``t`` (0-based): a linear ramp over ``warmup``."""
+    return min(1.0, (t + 1) / warmup) if warmup else 1.0
+
+
+def check_batch_size(batch_size, n: int, what: str = "examples"):
+    """``batch_size`` as an int in 1..n, or None (full batch); otherwise raise ValueError."""
+    if batch_size is None:
+        return None
+    batch_size = positive_int("batch_size", batch_size)
+    if batch_size > n:
+        raise ValueError(f"batch_size must be <= the number of {what} ({n}), got {batch_size}")
+    return batch_size
+
+
+def draw_batch(generator: torch.Generator, n: int, batch_size: int, device) -> torch.Tensor:
+    """Indices of one minibatch: ``batch_size`` of ``range(n)`` without replacement."""
+    return torch.randperm(n, generator=generator)[:batch_size].to(device)
+
+
+def check_recipe(steps, optimizer, warmup, X, y, batch_size):
+    """Validate the arguments shared by :func:`train` and ``sweep.train_many``.
+
+    Returns ``(steps, warmup, batch_size)`` as ints (``batch_size`` may be None).
+    """
+    steps = positive_int("steps", steps)
+    choice("optimizer", optimizer, OPTIMIZERS)
+    warmup = positive_int("warmup", warmup, minimum=0)
+    if len(X) != len(y):
+        raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
+    return steps, warmup, check_batch_size(batch_size, len(X))
+
+
 @dataclass
-class History:
+class History(Record):
     """What :func:`train` recorded; arrays have one row per step."""
 
     loss: np.ndarray
@@ -57,15 +113,6 @@ class History:
     diverged_at: int | None = None  # first step whose loss was not finite, if any
     meta: dict = field(default_factory=dict)
 
-    @property
-    def steps(self) -> int:
-        return len(self.loss)
-
-    def final_loss(self, last: int = 10) -> float:
-        """Mean loss over the last ``last`` steps (``inf`` if training diverged)."""
-        if self.diverged_at is not None:
-            return math.inf
-        return float(np.mean(self.loss[-last:]))
 
 
 def _make_optimizer(name, params, lr):
@@ -99,25 +146,18 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     seed:
         Seed for the minibatch order.
     device:
-        Where to train; default :func:`default_device`.
+        Where to train; default :func:`default_device`. The model is moved there for training
+        and back to its own device afterwards, so a notebook can keep its data on the CPU.
     record:
         Record per-layer gradient norms, update ratios and alphas (slightly slower).
 
     Training stops early, with the rest of the history filled with NaN and ``diverged_at`` set,
     if the loss becomes NaN or infinite.
     """
-    steps = positive_int("steps", steps)
+    steps, warmup, batch_size = check_recipe(steps, optimizer, warmup, X, y, batch_size)
     lr = finite_float("lr", lr, positive=True)
-    choice("optimizer", optimizer, OPTIMIZERS)
-    warmup = positive_int("warmup", warmup, minimum=0)
-    if len(X) != len(y):
-        raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
-    if batch_size is not None:
-        batch_size = positive_int("batch_size", batch_size)
-        if batch_size > len(X):
-            raise ValueError(f"batch_size must be <= the number of examples ({len(X)}), "
-                             f"got {batch_size}")
     device = default_device() if device is None else torch.device(device)
+    home = next(model.parameters()).device  # where the caller keeps the model
     model.to(device)
     X, y = X.to(device), y.to(device)
     L = len(model.blocks)
@@ -132,14 +172,14 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     model.train()
     started = time.perf_counter()
     for t in range(steps):
-        step_lr = lr * min(1.0, (t + 1) / warmup) if warmup else lr
+        step_lr = lr * warmup_factor(t, warmup)
         for group in opt.param_groups:
             group["lr"] = step_lr
         lr_h[t] = step_lr
         if batch_size is None:
             xb, yb = X, y
         else:
-            idx = torch.randperm(len(X), generator=g)[:batch_size].to(device)
+            idx = draw_batch(g, len(X), batch_size, device)
             xb, yb = X[idx], y[idx]
         logits = model(xb)
         loss = loss_fn(logits, yb)
@@ -169,6 +209,7 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     steps_done = steps if diverged_at is None else diverged_at
     TRAINING_LOG.append((linear_flops_per_example(model) * (batch_size or len(X)) * steps_done,
                          time.perf_counter() - started))
+    model.to(home)  # trained on `device`, handed back where it was
     return History(loss=loss_h, accuracy=acc_h, grad_norms=grads, update_ratio=ratios,
                    alphas=alphas, lr=lr_h, diverged_at=diverged_at,
                    meta=dict(steps=steps, lr=lr, optimizer=optimizer, batch_size=batch_size,

@@ -25,7 +25,7 @@ backward pass, as Xiong et al. analyse it.
 
 from __future__ import annotations
 
-import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +33,15 @@ import torch
 from torch import nn
 
 from ._checks import choice, finite_float, positive_int
+from .reproduce import default_device
+from .train import (
+    TRAINING_LOG,
+    Record,
+    check_batch_size,
+    draw_batch,
+    linear_flops_per_example,
+    warmup_factor,
+)
 
 NORMS = ("pre", "post")
 TASKS = ("copy", "reverse", "sort")
@@ -210,7 +219,7 @@ def sequence_task(n: int, *, kind: str = "sort", length: int = 8, vocab: int = 1
 
 
 @dataclass
-class SeqHistory:
+class SeqHistory(Record):
     """What :func:`train_sequence` recorded; arrays have one entry per step."""
 
     loss: np.ndarray          # cross-entropy on the batch, per token
@@ -219,16 +228,6 @@ class SeqHistory:
     lr: np.ndarray            # learning rate used at each step
     diverged_at: int | None = None
     meta: dict = field(default_factory=dict)
-
-    @property
-    def steps(self) -> int:
-        return len(self.loss)
-
-    def final_loss(self, last: int = 10) -> float:
-        """Mean loss over the last ``last`` steps (``inf`` if training diverged)."""
-        if self.diverged_at is not None:
-            return math.inf
-        return float(np.mean(self.loss[-last:]))
 
     def final_accuracy(self, last: int = 10) -> float:
         """Mean token accuracy over the last ``last`` steps (0 if training diverged)."""
@@ -272,18 +271,18 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
     steps = positive_int("steps", steps)
     lr = finite_float("lr", lr, positive=True)
     warmup = positive_int("warmup", warmup, minimum=0)
-    batch_size = positive_int("batch_size", batch_size)
     if X.shape != Y.shape or X.dim() != 2:
         raise ValueError(f"X and Y must be (n, length) tensors of the same shape, "
                          f"got {tuple(X.shape)} and {tuple(Y.shape)}")
-    if batch_size > len(X):
-        raise ValueError(f"batch_size must be <= the number of sequences ({len(X)}), "
-                         f"got {batch_size}")
+    if batch_size is None:
+        raise ValueError("batch_size must be an integer >= 1, got None")
+    batch_size = check_batch_size(batch_size, len(X), "sequences")
     if len(betas) != 2 or not all(0 <= finite_float("betas", b) < 1 for b in betas):
         raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
     if device is None:
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device = default_device()
     device = torch.device(device)
+    home = next(model.parameters()).device  # where the caller keeps the model
     model.to(device)
     X, Y = X.to(device), Y.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=tuple(betas))
@@ -294,12 +293,13 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
     lr_h = np.zeros(steps)
     diverged_at = None
     model.train()
+    started = time.perf_counter()
     for t in range(steps):
-        step_lr = lr * min(1.0, (t + 1) / warmup) if warmup else lr
+        step_lr = lr * warmup_factor(t, warmup)
         for group in opt.param_groups:
             group["lr"] = step_lr
         lr_h[t] = step_lr
-        idx = torch.randperm(len(X), generator=g)[:batch_size].to(device)
+        idx = draw_batch(g, len(X), batch_size, device)
         xb, yb = X[idx], Y[idx]
         logits = model(xb)
         loss = nn.functional.cross_entropy(logits.flatten(0, 1), yb.flatten())
@@ -315,6 +315,11 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
         # one transfer to the host per step
         row = torch.stack([loss.detach().double(), acc.double(), grad]).cpu().numpy()
         loss_h[t], acc_h[t], grad_h[t] = row
+    # for `make bench`: the linear layers' FLOPs (6 per weight per token), as train() logs them
+    steps_done = steps if diverged_at is None else diverged_at
+    TRAINING_LOG.append((linear_flops_per_example(model) * batch_size * X.shape[1] * steps_done,
+                         time.perf_counter() - started))
+    model.to(home)  # trained on `device`, handed back where it was
     return SeqHistory(loss=loss_h, accuracy=acc_h, grad_norm=grad_h, lr=lr_h,
                       diverged_at=diverged_at,
                       meta=dict(steps=steps, lr=lr, warmup=warmup, batch_size=batch_size,

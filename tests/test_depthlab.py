@@ -285,6 +285,30 @@ def test_scrubber_embeds_one_frame_per_value_and_a_slider():
         dl.scrubber(render, [1, 2], start=5)
 
 
+def test_scrubber_frames_are_palette_pngs_much_smaller_than_full_colour():
+    import base64
+    import io
+    import re
+
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    def render(v):
+        fig, ax = plt.subplots(figsize=(6, 3))
+        for k in range(6):
+            ax.plot(np.sin(np.linspace(0, 10, 200) * (k + v)), label=f"line {k}")
+        ax.legend()
+        return fig
+
+    html = dl.scrubber(render, [1]).data
+    frame = base64.b64decode(re.search(r"base64,([A-Za-z0-9+/=]+)", html)[1])
+    image = Image.open(io.BytesIO(frame))
+    assert image.mode == "P" and len(image.getcolors()) <= 64
+    full = io.BytesIO()
+    render(1).savefig(full, format="png", dpi=96, bbox_inches="tight")
+    assert len(frame) < 0.6 * len(full.getvalue())
+
+
 def test_colors_have_clear_errors():
     assert dl.color("residual") == dl.COLORS["residual"]
     with pytest.raises(ValueError, match="unknown colour name"):

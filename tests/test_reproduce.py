@@ -1,0 +1,128 @@
+"""Seeds, devices and checked conclusions (depthlab.reproduce) and how the bench reads them."""
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+
+import depthlab as dl
+from depthlab import bench
+
+
+def test_lab_seed_defaults_to_zero_and_reads_the_environment(monkeypatch):
+    monkeypatch.delenv("DEPTHLAB_SEED", raising=False)
+    assert dl.lab_seed() == 0
+    monkeypatch.setenv("DEPTHLAB_SEED", "2")
+    assert dl.lab_seed() == 2
+
+
+@pytest.mark.parametrize("bad", ["-1", "one", "1.5", ""])
+def test_lab_seed_rejects_what_is_not_a_nonnegative_integer(monkeypatch, bad):
+    monkeypatch.setenv("DEPTHLAB_SEED", bad)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        dl.lab_seed()
+
+
+def test_default_device_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("DEPTHLAB_DEVICE", "cpu")
+    assert dl.default_device() == torch.device("cpu")
+    monkeypatch.setenv("DEPTHLAB_DEVICE", "auto")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert dl.default_device().type == expected
+    monkeypatch.setenv("DEPTHLAB_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="auto, cpu, cuda"):
+        dl.default_device()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a CPU-only machine")
+def test_asking_for_cuda_without_a_gpu_says_so(monkeypatch):
+    monkeypatch.setenv("DEPTHLAB_DEVICE", "cuda")
+    with pytest.raises(ValueError, match="no CUDA device"):
+        dl.default_device()
+
+
+def test_conclusions_print_each_claim_and_return_whether_all_hold(capsys, monkeypatch):
+    monkeypatch.delenv("DEPTHLAB_SEED", raising=False)
+    assert dl.conclusions({"deep_is_better": True, "plain_fails": np.bool_(True)}) is True
+    assert dl.conclusions({"deep_is_better": True, "plain_fails": False}) is False
+    out = capsys.readouterr().out
+    assert "plain_fails     FAILS" in out
+    assert "seed 0: 1 of 2 hold" in out
+
+
+@pytest.mark.parametrize("claims, message", [
+    ({}, "at least one"),
+    ({"Bad Name": True}, "snake_case"),
+    ({"ratio": 0.3}, "True or False"),
+])
+def test_conclusions_reject_malformed_claims(claims, message):
+    with pytest.raises(ValueError, match=message):
+        dl.conclusions(claims)
+
+
+def _glue_output(name, value):
+    return nbformat.v4.new_output(
+        "display_data", data={"application/papermill.record/text/plain": repr(value)},
+        metadata={"scrapbook": {"name": name, "mime_prefix": "application/papermill.record/"}})
+
+
+def test_bench_reads_only_the_glued_claims():
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [_glue_output("holds_a", True), _glue_output("holds_b", False),
+                    _glue_output("loss", 0.25)]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    assert bench.glued_claims(nb) == {"a": True, "b": False}
+
+
+def test_robustness_table_flags_a_claim_that_fails_at_one_seed():
+    claims = {"labs/x.ipynb": {0: {"a": True, "b": True}, 1: {"a": True, "b": False}}}
+    lines, every = bench.robustness_table(claims, [0, 1])
+    assert not every
+    assert "| x | `b` | holds | **FAILS** |" in lines
+    _, every = bench.robustness_table({"labs/x.ipynb": {0: {"a": True}, 1: {"a": True}}}, [0, 1])
+    assert every
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_training_on_cuda_matches_the_cpu_and_hands_the_model_back():
+    from depthlab import sweep
+
+    X, y = dl.two_spirals(64, seed=0)
+
+    def one_of_many(model, *args, **kwargs):
+        return sweep.train_many([model], *args, **kwargs)[0]
+
+    for fit in (dl.train, one_of_many):
+        runs = []
+        for device in ("cpu", "cuda"):
+            torch.manual_seed(0)
+            model = dl.DeepMLP(6, 16)
+            runs.append(fit(model, X, y, steps=20, device=device))
+            # the notebooks keep their data on the CPU, so the model must come back there
+            assert next(model.parameters()).device.type == "cpu"
+        assert np.allclose(runs[0].loss, runs[1].loss, rtol=1e-3, atol=1e-4)
+
+
+def test_the_page_renders_from_saved_measurements(tmp_path):
+    import json
+
+    rows = [dict(path="labs/lab9_demo.ipynb", seconds=120.0, rss=2**29, flops=4e9,
+                 train_s=1.0, claims={"deep_wins": True})]
+    results = dict(machine=bench.machine(), device="cpu", peak=100.0, rows=rows, seeds=[0, 1],
+                   claims={"labs/lab9_demo.ipynb": {0: {"deep_wins": True},
+                                                    1: {"deep_wins": False}}})
+    saved = tmp_path / "bench.json"
+    saved.write_text(json.dumps(results))  # JSON turns the seed keys into strings
+    page = tmp_path / "running.md"
+    assert bench.main(["--render-only", "--results", str(saved), "--page", str(page)]) == 0
+    text = page.read_text()
+    # over its 90 s budget, and at 4 % of the matmul peak
+    assert "| labs/lab9_demo | 120 s (90 s) | 512 MiB | 4.0 (4 %) | OVER: time, throughput |" in text
+    assert "| lab9 | `deep_wins` | holds | **FAILS** |" in text
+    assert "Not every conclusion held" in text
+
+
+def test_render_only_without_saved_measurements_says_what_to_do(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--render-only", "--results", str(tmp_path / "none.json")])
+    assert "run `make bench` first" in capsys.readouterr().err

@@ -1,0 +1,164 @@
+"""Tests of depthlab.sweep: training models together must equal training them one by one."""
+
+import numpy as np
+import pytest
+import torch
+
+import depthlab as dl
+from depthlab import sweep
+
+X, Y = dl.spirals(96, turns=1.0, seed=0)
+
+
+def make(seed, **kw):
+    torch.manual_seed(seed)
+    return dl.DeepMLP(kw.pop("depth", 6), kw.pop("width", 8), **kw)
+
+
+def separately(models, lrs, **kw):
+    return [dl.train(m, X, Y, lr=lr, device="cpu", **kw) for m, lr in zip(models, lrs)]
+
+
+def assert_same_history(h1, h2, rtol=1e-4):
+    np.testing.assert_allclose(h1.loss, h2.loss, rtol=rtol)
+    np.testing.assert_allclose(h1.accuracy, h2.accuracy)
+    np.testing.assert_allclose(h1.grad_norms, h2.grad_norms, rtol=rtol * 10)
+    np.testing.assert_allclose(h1.update_ratio, h2.update_ratio, rtol=rtol * 10)
+    np.testing.assert_allclose(h1.alphas, h2.alphas, rtol=rtol, atol=1e-7)
+    np.testing.assert_allclose(h1.lr, h2.lr)
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+@pytest.mark.parametrize("kw", [dict(residual=False, init="he"),
+                                dict(norm="pre", init="he"),
+                                dict(alpha="learned")],
+                         ids=["plain", "prenorm", "learned-alpha"])
+def test_training_together_equals_training_one_by_one(optimizer, kw):
+    seeds, lrs = [0, 1, 2], [1e-3, 3e-3, 1e-2]
+    alone = [make(s, **kw) for s in seeds]
+    together = [make(s, **kw) for s in seeds]
+    common = dict(steps=12, optimizer=optimizer, batch_size=32, warmup=3, seed=5)
+    h_alone = separately(alone, lrs, **common)
+    h_together = sweep.train_many(together, X, Y, lr=lrs, device="cpu", **common)
+    for h1, h2 in zip(h_alone, h_together):
+        assert_same_history(h1, h2)
+        assert h2.diverged_at is None and h2.meta["trained_together"] == 3
+    # and the models themselves were trained in place, to the same weights
+    for m1, m2 in zip(alone, together):
+        for p1, p2 in zip(m1.parameters(), m2.parameters()):
+            torch.testing.assert_close(p1, p2, rtol=1e-4, atol=1e-5)
+
+
+def test_models_that_differ_in_init_and_fixed_alpha_share_a_batch():
+    models = [make(0, init="default"), make(0, init="he", alpha="1/sqrt(L)"),
+              make(0, init="orthogonal", alpha=0.5)]
+    assert len({sweep.architecture_key(m) for m in models}) == 1
+    copies = [make(0, init="default"), make(0, init="he", alpha="1/sqrt(L)"),
+              make(0, init="orthogonal", alpha=0.5)]
+    h_alone = separately(copies, [1e-3] * 3, steps=8)
+    for h1, h2 in zip(h_alone, sweep.train_many(models, X, Y, steps=8, device="cpu")):
+        assert_same_history(h1, h2)
+
+
+def test_architectures_that_change_the_code_path_get_different_keys():
+    key = sweep.architecture_key(make(0))
+    for kw in [dict(residual=False), dict(norm="pre"), dict(norm="post"), dict(depth=7),
+               dict(width=9), dict(alpha="rezero"), dict(activation="tanh"),
+               dict(shortcut=0.5)]:
+        assert sweep.architecture_key(make(0, **kw)) != key, kw
+
+
+def test_a_diverging_model_stops_without_disturbing_the_others():
+    kw = dict(residual=False, init="he")
+    lrs = [1e-2, 1e6]  # SGD at lr 1e6 blows up within a few steps
+    alone = separately([make(0, **kw), make(0, **kw)], lrs, steps=15, optimizer="sgd")
+    together = sweep.train_many([make(0, **kw), make(0, **kw)], X, Y, steps=15, lr=lrs,
+                                optimizer="sgd", device="cpu")
+    assert alone[1].diverged_at is not None
+    assert together[1].diverged_at == alone[1].diverged_at
+    assert np.isnan(together[1].loss[together[1].diverged_at:]).all()
+    assert together[0].diverged_at is None
+    assert_same_history(alone[0], together[0])
+
+
+def test_train_together_groups_by_architecture_and_keeps_the_keys():
+    kinds = {"plain": dict(residual=False, init="he"), "res": dict(init="he", alpha=0.2),
+             "pre": dict(norm="pre")}
+    models = {(k, s): make(s, **kw) for k, kw in kinds.items() for s in (0, 1)}
+    copies = {(k, s): make(s, **kw) for k, kw in kinds.items() for s in (0, 1)}
+    lrs = {key: (1e-3 if key[1] == 0 else 2e-3) for key in models}
+    out = sweep.train_together(models, X, Y, steps=6, lr=lrs, device="cpu")
+    assert list(out) == list(models)
+    for key, h in out.items():
+        assert h.meta["trained_together"] == 2
+        assert_same_history(dl.train(copies[key], X, Y, steps=6, lr=lrs[key], device="cpu"), h)
+
+
+def test_bad_arguments_say_what_is_allowed():
+    with pytest.raises(ValueError, match="one architecture"):
+        sweep.train_many([make(0), make(0, residual=False)], X, Y, steps=2)
+    with pytest.raises(ValueError, match="one per model"):
+        sweep.train_many([make(0), make(1)], X, Y, steps=2, lr=[1e-3])
+    with pytest.raises(ValueError, match="lr must be"):
+        sweep.train_many([make(0)], X, Y, steps=2, lr=[-1.0])
+    with pytest.raises(ValueError, match="at least one model"):
+        sweep.train_many([], X, Y)
+    with pytest.raises(ValueError, match="batch_size"):
+        sweep.train_many([make(0)], X, Y, batch_size=1000)
+    with pytest.raises(ValueError, match="optimizer"):
+        sweep.train_many([make(0)], X, Y, optimizer="rmsprop")
+    with pytest.raises(ValueError, match="keys of models"):
+        sweep.train_together({"a": make(0)}, X, Y, lr={"b": 1e-3})
+    with pytest.raises(ValueError, match="non-empty dict"):
+        sweep.train_together([make(0)], X, Y)
+
+
+def test_markdown_table_has_one_line_per_row_and_escapes_bars():
+    table = sweep.markdown_table(["a", "b"], [[1, "x|y"], [2.5, "z"]])
+    lines = table.data.splitlines()
+    assert lines == ["| a | b |", "|---|---|", "| 1 | x\\|y |", "| 2.5 | z |"]
+    with pytest.raises(ValueError, match="row 0 has 1 cells"):
+        sweep.markdown_table(["a", "b"], [[1]])
+
+
+def test_the_first_steps_of_a_long_run_are_a_short_run():
+    long = dl.train(make(0), X, Y, steps=20, lr=3e-3, device="cpu")
+    short = dl.train(make(0), X, Y, steps=8, lr=3e-3, device="cpu")
+    cut = sweep.first_steps(long, 8)
+    assert cut.steps == 8 and cut.meta["steps"] == 8
+    assert_same_history(short, cut, rtol=1e-6)
+    with pytest.raises(ValueError, match="steps must be <="):
+        sweep.first_steps(long, 21)
+
+
+def test_depth_sweep_trains_and_measures_every_combination():
+    families = {"plain": dict(residual=False, init="he"), "res": dict(alpha=0.5)}
+
+    def build(family, depth, seed):
+        return make(seed, depth=depth, **families[family])
+
+    models, hist, loss, acc = sweep.depth_sweep(build, families, [2, 5], [0, 1], X, Y,
+                                                steps=5, lr=3e-3, device="cpu")
+    keys = [(f, d, s) for f in families for d in (2, 5) for s in (0, 1)]
+    assert list(models) == list(hist) == list(loss) == list(acc) == keys
+    assert len(models["res", 5, 1].blocks) == 5
+    for key in keys:
+        assert loss[key] == pytest.approx(dl.evaluate_loss(models[key], X, Y))
+        assert acc[key] == dl.accuracy(models[key], X, Y)
+    alone = dl.train(build("res", 5, 1), X, Y, steps=5, lr=3e-3, device="cpu")
+    assert_same_history(alone, hist["res", 5, 1])
+    with pytest.raises(ValueError, match="depths must list"):
+        sweep.depth_sweep(build, families, [], [0], X, Y)
+    with pytest.raises(ValueError, match="depth must be an integer"):
+        sweep.depth_sweep(build, families, [0], [0], X, Y)
+
+
+def test_training_together_is_logged_for_the_benchmark():
+    from depthlab.train import TRAINING_LOG, linear_flops_per_example
+
+    before = len(TRAINING_LOG)
+    models = [make(0), make(1)]
+    sweep.train_many(models, X, Y, steps=4, batch_size=32, device="cpu")
+    assert len(TRAINING_LOG) == before + 1
+    flops, seconds = TRAINING_LOG[-1]
+    assert flops == 2 * 4 * 32 * linear_flops_per_example(models[0]) and seconds > 0
