@@ -37,11 +37,10 @@ from torch.func import functional_call, stack_module_state
 from ._checks import finite_float, positive_int
 from .reproduce import default_device
 from .train import (
-    TRAINING_LOG,
     History,
     check_recipe,
-    draw_batch,
-    linear_flops_per_example,
+    log_training,
+    minibatch,
     warmup_factor,
 )
 
@@ -151,11 +150,7 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
     for t in range(steps):
         factor = warmup_factor(t, warmup)
         lr_h[t] = factor
-        if batch_size is None:
-            xb, yb = X, y
-        else:
-            idx = draw_batch(g, len(X), batch_size, device)
-            xb, yb = X[idx], y[idx]
+        xb, yb = minibatch(g, X, y, batch_size, device)
         logits = batched(params, buffers, xb)                       # (K, B, classes)
         per_example = nn.functional.cross_entropy(
             logits.reshape(-1, logits.shape[-1]), yb.repeat(k), reduction="none")
@@ -218,8 +213,7 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
     # for `make bench`: the linear layers' FLOPs of all K models, as train() logs them
     examples = batch_size or len(X)
     steps_done = sum(steps if d is None else d for d in diverged)
-    TRAINING_LOG.append((linear_flops_per_example(models[0]) * examples * steps_done,
-                         time.perf_counter() - started))
+    log_training(models[0], examples, steps_done, started)
 
     return [History(loss=losses_h[i], accuracy=acc_h[i], grad_norms=grads_h[i],
                     update_ratio=ratios_h[i], alphas=alphas_h[i], lr=lrs[i] * lr_h,

@@ -82,9 +82,27 @@ def check_batch_size(batch_size, n: int, what: str = "examples"):
     return batch_size
 
 
-def draw_batch(generator: torch.Generator, n: int, batch_size: int, device) -> torch.Tensor:
-    """Indices of one minibatch: ``batch_size`` of ``range(n)`` without replacement."""
-    return torch.randperm(n, generator=generator)[:batch_size].to(device)
+def minibatch(generator: torch.Generator, X: torch.Tensor, y: torch.Tensor, batch_size, device):
+    """One minibatch ``(X[idx], y[idx])``: ``batch_size`` rows drawn without replacement from the
+    seeded ``generator``; the whole of ``(X, y)`` when ``batch_size`` is None."""
+    if batch_size is None:
+        return X, y
+    idx = torch.randperm(len(X), generator=generator)[:batch_size].to(device)
+    return X[idx], y[idx]
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float, t: int, warmup: int) -> float:
+    """Set the learning rate of step ``t`` (warmup ramp included) on ``optimizer``; return it."""
+    step_lr = lr * warmup_factor(t, warmup)
+    for group in optimizer.param_groups:
+        group["lr"] = step_lr
+    return step_lr
+
+
+def log_training(model: nn.Module, examples_per_step: int, steps_done: int, started: float):
+    """Record one training run's linear-layer FLOPs and seconds in TRAINING_LOG (for bench)."""
+    TRAINING_LOG.append((linear_flops_per_example(model) * examples_per_step * steps_done,
+                         time.perf_counter() - started))
 
 
 def check_recipe(steps, optimizer, warmup, X, y, batch_size):
@@ -172,15 +190,8 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     model.train()
     started = time.perf_counter()
     for t in range(steps):
-        step_lr = lr * warmup_factor(t, warmup)
-        for group in opt.param_groups:
-            group["lr"] = step_lr
-        lr_h[t] = step_lr
-        if batch_size is None:
-            xb, yb = X, y
-        else:
-            idx = draw_batch(g, len(X), batch_size, device)
-            xb, yb = X[idx], y[idx]
+        lr_h[t] = set_lr(opt, lr, t, warmup)
+        xb, yb = minibatch(g, X, y, batch_size, device)
         logits = model(xb)
         loss = loss_fn(logits, yb)
         if not torch.isfinite(loss):
@@ -207,8 +218,7 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
         else:
             loss_h[t], acc_h[t] = (v.item() for v in row)
     steps_done = steps if diverged_at is None else diverged_at
-    TRAINING_LOG.append((linear_flops_per_example(model) * (batch_size or len(X)) * steps_done,
-                         time.perf_counter() - started))
+    log_training(model, batch_size or len(X), steps_done, started)
     model.to(home)  # trained on `device`, handed back where it was
     return History(loss=loss_h, accuracy=acc_h, grad_norms=grads, update_ratio=ratios,
                    alphas=alphas, lr=lr_h, diverged_at=diverged_at,

@@ -35,12 +35,11 @@ from torch import nn
 from ._checks import choice, finite_float, positive_int
 from .reproduce import default_device
 from .train import (
-    TRAINING_LOG,
     Record,
     check_batch_size,
-    draw_batch,
-    linear_flops_per_example,
-    warmup_factor,
+    log_training,
+    minibatch,
+    set_lr,
 )
 
 NORMS = ("pre", "post")
@@ -295,12 +294,8 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
     model.train()
     started = time.perf_counter()
     for t in range(steps):
-        step_lr = lr * warmup_factor(t, warmup)
-        for group in opt.param_groups:
-            group["lr"] = step_lr
-        lr_h[t] = step_lr
-        idx = draw_batch(g, len(X), batch_size, device)
-        xb, yb = X[idx], Y[idx]
+        lr_h[t] = set_lr(opt, lr, t, warmup)
+        xb, yb = minibatch(g, X, Y, batch_size, device)
         logits = model(xb)
         loss = nn.functional.cross_entropy(logits.flatten(0, 1), yb.flatten())
         if not torch.isfinite(loss):
@@ -317,8 +312,7 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
         loss_h[t], acc_h[t], grad_h[t] = row
     # for `make bench`: the linear layers' FLOPs (6 per weight per token), as train() logs them
     steps_done = steps if diverged_at is None else diverged_at
-    TRAINING_LOG.append((linear_flops_per_example(model) * batch_size * X.shape[1] * steps_done,
-                         time.perf_counter() - started))
+    log_training(model, batch_size * X.shape[1], steps_done, started)  # per token
     model.to(home)  # trained on `device`, handed back where it was
     return SeqHistory(loss=loss_h, accuracy=acc_h, grad_norm=grad_h, lr=lr_h,
                       diverged_at=diverged_at,
