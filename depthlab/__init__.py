@@ -9,15 +9,28 @@ from .data import spirals, split, two_spirals
 from .models import ACTIVATIONS, ALPHA_WORDS, INITS, NORMS, Block, DeepMLP, init_linear
 from .plots import COLORS, color, layer_heatmap, use_style
 from .probes import Probe, jacobian, jacobian_singular_values, weight_grad_norms
-from .reproduce import conclusions, default_device, lab_seed
+from .report import geometric_mean, glue, significant
+from .reproduce import ConclusionFailed, conclusions, default_device, lab_seed
+from .sweep import depth_sweep, markdown_table, train_many, train_together
 from .train import History, accuracy, evaluate_loss, set_seed, train
+from .transformer import (
+    SeqHistory,
+    TinyTransformer,
+    TransformerBlock,
+    sequence_accuracy,
+    sequence_task,
+    train_sequence,
+)
 from .twin import panel, scrubber
 
 __all__ = [
-    "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "Block", "color", "COLORS", "conclusions", "DeepMLP",
-    "default_device", "evaluate_loss", "History", "init_linear", "INITS", "jacobian",
-    "jacobian_singular_values", "lab_seed", "layer_heatmap", "NORMS", "panel", "Probe", "scrubber",
-    "set_seed", "spirals", "split", "train", "two_spirals", "use_style", "weight_grad_norms",
+    "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "Block", "color", "COLORS", "ConclusionFailed",
+    "conclusions", "DeepMLP", "default_device", "depth_sweep", "evaluate_loss", "geometric_mean",
+    "glue", "History", "init_linear", "INITS", "jacobian", "jacobian_singular_values", "lab_seed",
+    "layer_heatmap", "markdown_table", "NORMS", "panel", "Probe", "scrubber", "SeqHistory",
+    "sequence_accuracy", "sequence_task", "set_seed", "significant", "spirals", "split",
+    "TinyTransformer", "train", "train_many", "train_sequence", "train_together",
+    "TransformerBlock", "two_spirals", "use_style", "weight_grad_norms",
 ]
 
 __version__ = "0.1.0"

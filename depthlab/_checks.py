@@ -34,3 +34,10 @@ def choice(name: str, value, allowed) -> str:
         options = ", ".join(repr(a) for a in allowed)
         raise ValueError(f"{name} must be one of {options}; got {value!r}")
     return value
+
+
+def seed(name: str, value) -> int:
+    """Return ``value`` if it is an integer >= 0 usable as a random seed; otherwise raise."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0 such as 0, 1 or 2, got {value!r}")
+    return int(value)

@@ -24,11 +24,13 @@ LayerNorm before the head when the blocks are pre-norm, as in pre-norm transform
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import torch
 from torch import nn
 
 from ._checks import choice, finite_float, positive_int
+from ._checks import seed as check_seed
 
 NORMS = ("none", "pre", "post")
 INITS = ("default", "he", "orthogonal")
@@ -55,6 +57,23 @@ def _alpha_value(alpha, depth: int) -> tuple[float, bool]:
             f"{', '.join(repr(a) for a in ALPHA_WORDS)}; got {alpha!r}"
         ) from None
     return value, False
+
+
+@contextmanager
+def seeded(seed):
+    """Draw the initial weights of the modules built inside from ``seed`` (``None``: as usual).
+
+    The global random state is restored afterwards, so building a seeded model does not change
+    what later random calls draw: ``DeepMLP(..., seed=s)`` is the same network wherever it is
+    built, and the same as ``torch.manual_seed(s)`` followed by ``DeepMLP(...)``.
+    """
+    if seed is None:
+        yield
+        return
+    seed = check_seed("seed", seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def init_linear(layer: nn.Linear, init: str) -> None:
@@ -97,12 +116,21 @@ class Block(nn.Module):
         The ``L`` used by ``"1/sqrt(L)"`` and ``"learned"``.
     init, activation:
         ``"default" | "he" | "orthogonal"`` and ``"relu" | "tanh"``.
+    seed:
+        Seed of the initial weights (an integer >= 0), or ``None`` to draw them from PyTorch's
+        global random state.
     """
 
     def __init__(self, width: int, out_width: int | None = None, *, residual: bool = True,
                  norm: str = "none", alpha=1.0, shortcut: float = 1.0, projection: bool = False,
-                 depth: int = 1, init: str = "default", activation: str = "relu"):
+                 depth: int = 1, init: str = "default", activation: str = "relu", seed=None):
         super().__init__()
+        with seeded(seed):
+            self._build(width, out_width, residual, norm, alpha, shortcut, projection, depth, init,
+                        activation)
+
+    def _build(self, width, out_width, residual, norm, alpha, shortcut, projection, depth, init,
+               activation):
         width = positive_int("width", width)
         out_width = width if out_width is None else positive_int("out_width", out_width)
         depth = positive_int("depth", depth)
@@ -167,14 +195,23 @@ class DeepMLP(nn.Module):
         Input features and output classes.
     residual, norm, alpha, shortcut, init, activation:
         Passed to every :class:`Block`. ``init`` also applies to the input layer.
+    seed:
+        Seed of the initial weights (an integer >= 0): ``DeepMLP(..., seed=s)`` is the same
+        network every time. ``None`` draws them from PyTorch's global random state.
 
     ``model.blocks`` is the list of blocks; ``model.stream(u)`` returns ``[x_0, ..., x_L]``.
     """
 
     def __init__(self, depth: int, width: int = 64, in_dim: int = 2, out_dim: int = 2, *,
                  residual: bool = True, norm: str = "none", alpha=1.0, shortcut: float = 1.0,
-                 init: str = "default", activation: str = "relu"):
+                 init: str = "default", activation: str = "relu", seed=None):
         super().__init__()
+        with seeded(seed):
+            self._build(depth, width, in_dim, out_dim, residual, norm, alpha, shortcut, init,
+                        activation)
+
+    def _build(self, depth, width, in_dim, out_dim, residual, norm, alpha, shortcut, init,
+               activation):
         depth = positive_int("depth", depth)
         width = positive_int("width", width)
         self.depth, self.width = depth, width

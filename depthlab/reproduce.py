@@ -20,6 +20,7 @@ Environment variables (both optional):
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 
@@ -55,28 +56,63 @@ def default_device() -> torch.device:
     return torch.device(name)
 
 
+OPERATORS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+             "==": operator.eq}
+
+
+class ConclusionFailed(AssertionError):
+    """Raised by :func:`conclusions` when a claim of a lab's verdict does not hold."""
+
+
+def _check_claim(name, claim):
+    """Validate one claim; return ``(holds, text)``."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"claim names must be snake_case identifiers such as "
+                         f"'plain_degrades'; got {name!r}")
+    if isinstance(claim, (bool, np.bool_)):
+        # a bare True/False: prefer (measured, operator, threshold), which shows the numbers
+        return bool(claim), ""
+    if not (isinstance(claim, tuple) and len(claim) == 3 and claim[1] in OPERATORS):
+        raise ValueError(f"claim {name!r} must be a tuple (measured, operator, threshold) with "
+                         f"operator one of {', '.join(OPERATORS)}; got {claim!r}")
+    measured, op, threshold = claim
+    for what, number in (("measured value", measured), ("threshold", threshold)):
+        if isinstance(number, (bool, np.bool_)) or not isinstance(number, (int, float, np.number)):
+            raise ValueError(f"claim {name!r}: the {what} must be a number, got {number!r}")
+    holds = bool(OPERATORS[op](measured, threshold)) and not np.isnan(measured)
+    return holds, f"{_fmt(measured)} {op} {_fmt(threshold)}"
+
+
+def _fmt(number) -> str:
+    return f"{number:.4g}" if isinstance(number, (float, np.floating)) else str(number)
+
+
 def conclusions(claims: dict) -> None:
-    """Print each claim of a lab's verdict with ``holds`` or ``FAILS``, and glue it.
+    """Check each claim of a lab's verdict, print it with ``holds`` or ``FAILS``, and glue it.
 
-    ``claims`` maps a short snake_case name (``plain_degrades``) to a boolean computed from the
-    lab's measurements. Each is glued as ``holds_<name>`` (not displayed), which is what
-    ``make bench`` reads when it re-runs the lab with other seeds; the last printed line counts
-    how many hold.
+    ``claims`` maps a short snake_case name (``plain_degrades``) to a tuple
+    ``(measured, operator, threshold)``, e.g. ``(worst_loss, "<", math.log(2) / 2)``: the
+    quantity the claim is about, measured by the lab, and the threshold written down from the
+    claim before the run. ``operator`` is one of ``<``, ``<=``, ``>``, ``>=``, ``==``.
+
+    Every claim is printed (measured value, operator, threshold) and glued as ``holds_<name>``,
+    which ``make bench`` reads when it re-runs the lab at other seeds. If any claim fails,
+    :class:`ConclusionFailed` is raised after all are printed, so a notebook whose verdict no
+    longer holds fails under nbval and ``make bench``.
     """
-    from myst_nb import glue
+    from .report import glue
 
-    if not claims:
-        raise ValueError("claims must name at least one conclusion, e.g. {'plain_degrades': True}")
-    width = max(len(name) for name in claims)
-    for name, value in claims.items():
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise ValueError(f"claim names must be snake_case identifiers such as "
-                             f"'plain_degrades'; got {name!r}")
-        # numpy booleans are fine; anything else is probably a number passed by mistake
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"claim {name!r} must be True or False, got {value!r}")
-        value = bool(value)
-        print(f"{name:<{width}}  {'holds' if value else 'FAILS'}")
-        glue(f"holds_{name}", value, display=False)
-    # nothing is returned, so the cell shows only the printed lines
-    print(f"seed {lab_seed()}: {sum(map(bool, claims.values()))} of {len(claims)} hold")
+    if not isinstance(claims, dict) or not claims:
+        raise ValueError("claims must be a dict naming at least one conclusion, e.g. "
+                         "{'plain_degrades': (loss_56, '>', loss_8)}")
+    # validate every claim before printing or gluing any of them
+    checked = {name: _check_claim(name, claim) for name, claim in claims.items()}
+    width = max(len(name) for name in checked)
+    for name, (holds, text) in checked.items():
+        print(f"{name:<{width}}  {text + '  ' if text else ''}{'holds' if holds else 'FAILS'}")
+        glue(f"holds_{name}", holds, display=False)
+    failed = [f"{name} ({text})" if text else name
+              for name, (holds, text) in checked.items() if not holds]
+    print(f"seed {lab_seed()}: {len(checked) - len(failed)} of {len(checked)} hold")
+    if failed:
+        raise ConclusionFailed("these conclusions do not hold: " + "; ".join(failed))

@@ -312,23 +312,8 @@ def markdown_table(header: Sequence, rows: Sequence[Sequence]):
 
 
 def first_steps(history: History, steps: int) -> History:
-    """The first ``steps`` steps of ``history``, as a History of their own.
-
-    Training is deterministic and has no schedule that depends on its length (without warmup),
-    so the first ``n`` steps of a long run are what an ``n``-step run would have recorded: a
-    short run can be read off a long one instead of being trained again.
-    """
-    steps = positive_int("steps", steps)
-    if steps > history.steps:
-        raise ValueError(f"steps must be <= the {history.steps} steps recorded, got {steps}")
-    diverged = history.diverged_at
-    if diverged is not None and diverged >= steps:
-        diverged = None
-    return History(loss=history.loss[:steps], accuracy=history.accuracy[:steps],
-                   grad_norms=history.grad_norms[:steps],
-                   update_ratio=history.update_ratio[:steps], alphas=history.alphas[:steps],
-                   lr=history.lr[:steps], diverged_at=diverged,
-                   meta={**history.meta, "steps": steps})
+    """``history.first(steps)``; kept for notebooks written before :meth:`History.first`."""
+    return history.first(steps)
 
 
 def depth_sweep(make, families: Sequence, depths: Sequence[int], seeds: Sequence[int],

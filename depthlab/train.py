@@ -131,6 +131,27 @@ class History(Record):
     diverged_at: int | None = None  # first step whose loss was not finite, if any
     meta: dict = field(default_factory=dict)
 
+    def first(self, steps: int) -> History:
+        """The first ``steps`` steps of this history, as a History of their own.
+
+        Training is deterministic and, without warmup, has no schedule that depends on its
+        length, so the first ``n`` steps of a long run are what an ``n``-step run would have
+        recorded: a short run can be read off a long one instead of being trained again.
+        """
+        steps = positive_int("steps", steps)
+        if steps > self.steps:
+            raise ValueError(f"steps must be <= the {self.steps} steps recorded, got {steps}")
+        if self.meta.get("warmup"):
+            raise ValueError("a run with warmup has a schedule that depends on its length; "
+                             "its first steps are not a shorter run")
+        diverged = self.diverged_at
+        if diverged is not None and diverged >= steps:
+            diverged = None
+        return History(loss=self.loss[:steps], accuracy=self.accuracy[:steps],
+                       grad_norms=self.grad_norms[:steps], update_ratio=self.update_ratio[:steps],
+                       alphas=self.alphas[:steps], lr=self.lr[:steps], diverged_at=diverged,
+                       meta={**self.meta, "steps": steps})
+
 
 
 def _make_optimizer(name, params, lr):

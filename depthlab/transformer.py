@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from ._checks import choice, finite_float, positive_int
+from .models import seeded
 from .reproduce import default_device
 from .train import (
     Record,
@@ -70,11 +71,17 @@ class TransformerBlock(nn.Module):
     init:
         ``"xavier"`` (every weight matrix from Xavier's normal distribution, biases zero: the
         setting of Xiong et al.'s analysis) or ``"default"`` (PyTorch's own initialization).
+    seed:
+        Seed of the initial weights (an integer >= 0), or ``None`` for PyTorch's global state.
     """
 
     def __init__(self, d_model: int = 64, n_heads: int = 4, d_ff: int | None = None, *,
-                 norm: str = "pre", init: str = "xavier"):
+                 norm: str = "pre", init: str = "xavier", seed=None):
         super().__init__()
+        with seeded(seed):
+            self._build(d_model, n_heads, d_ff, norm, init)
+
+    def _build(self, d_model, n_heads, d_ff, norm, init):
         d_model = positive_int("d_model", d_model)
         n_heads = positive_int("n_heads", n_heads)
         _check_heads(d_model, n_heads)
@@ -129,6 +136,9 @@ class TinyTransformer(nn.Module):
         Number of blocks ``L``, >= 1.
     d_model, n_heads, d_ff, norm, init:
         Passed to every :class:`TransformerBlock`.
+    seed:
+        Seed of the initial weights (an integer >= 0): the same model every time. ``None`` draws
+        them from PyTorch's global random state.
 
     Pre-LN models get a final LayerNorm before the read-out (post-LN blocks already end in one).
     Embeddings start from N(0, 1), as ``nn.Embedding`` does. ``model.blocks`` is the list of
@@ -137,8 +147,12 @@ class TinyTransformer(nn.Module):
 
     def __init__(self, vocab: int, seq_len: int, depth: int = 2, *, d_model: int = 64,
                  n_heads: int = 4, d_ff: int | None = None, norm: str = "pre",
-                 init: str = "xavier"):
+                 init: str = "xavier", seed=None):
         super().__init__()
+        with seeded(seed):
+            self._build(vocab, seq_len, depth, d_model, n_heads, d_ff, norm, init)
+
+    def _build(self, vocab, seq_len, depth, d_model, n_heads, d_ff, norm, init):
         vocab = positive_int("vocab", vocab, minimum=2)
         seq_len = positive_int("seq_len", seq_len)
         depth = positive_int("depth", depth)

@@ -49,8 +49,25 @@ def _png(fig, dpi: int) -> str:
     return base64.b64encode(small.getvalue()).decode("ascii")
 
 
+def _alt_texts(alt, values, labels) -> list[str]:
+    """One text alternative per frame: the figure's description, then the parameter value."""
+    if alt is None:
+        return labels
+    if callable(alt):
+        texts = [alt(v) for v in values]
+    elif isinstance(alt, str):
+        texts = [alt] * len(values)
+    else:
+        raise ValueError(f"alt must be a string or a function of the value, got {alt!r}")
+    for text in texts:
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("alt must describe the figure in words (a non-empty string)")
+    return [f"{text.strip().rstrip('.')}. Shown for {label}." for text, label in
+            zip(texts, labels)]
+
+
 def scrubber(render: Callable, values: Sequence, *, label: str = "value", start=None,
-             fmt: Callable = str, dpi: int = 96):
+             fmt: Callable = str, dpi: int = 96, alt=None):
     """A slider over pre-rendered frames ``render(v)`` for ``v`` in ``values``, as HTML.
 
     Parameters
@@ -68,6 +85,10 @@ def scrubber(render: Callable, values: Sequence, *, label: str = "value", start=
     dpi:
         Resolution of the frames. Every frame is embedded in the page (as a 64-colour PNG), so
         the number of frames times their size is what the page weighs.
+    alt:
+        What the figure shows, for readers who cannot see it: a string, or a function of the
+        value returning one. Each frame's text alternative is this description followed by the
+        parameter value.
 
     Returns an ``IPython.display.HTML`` object; display it (or leave it last in a cell).
     """
@@ -79,10 +100,11 @@ def scrubber(render: Callable, values: Sequence, *, label: str = "value", start=
     first = 0 if start is None else values.index(start)
     uid = f"dltwin{next(_ids)}"
     labels = [f"{label} = {fmt(v)}" for v in values]
+    alts = _alt_texts(alt, values, labels)
     frames = "".join(
         f'<img alt="{html.escape(text)}" src="data:image/png;base64,{_png(render(v), dpi)}" '
         f'style="max-width:100%;display:{"block" if i == first else "none"}">'
-        for i, (v, text) in enumerate(zip(values, labels))
+        for i, (v, text) in enumerate(zip(values, alts))
     )
     on_input = (
         "var r=this.closest('.dl-twin'),i=+this.value;"

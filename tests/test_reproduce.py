@@ -41,24 +41,45 @@ def test_asking_for_cuda_without_a_gpu_says_so(monkeypatch):
         dl.default_device()
 
 
-def test_conclusions_print_each_claim_and_count_those_that_hold(capsys, monkeypatch):
+def test_conclusions_print_each_claim_with_its_numbers(capsys, monkeypatch):
     monkeypatch.delenv("DEPTHLAB_SEED", raising=False)
-    dl.conclusions({"deep_is_better": True, "plain_fails": np.bool_(True)})
-    assert "seed 0: 2 of 2 hold" in capsys.readouterr().out
-    dl.conclusions({"deep_is_better": True, "plain_fails": False})
+    dl.conclusions({"deep_is_better": (0.2, "<", 0.35), "plain_fails": (np.float64(0.69), ">=", 0.6)})
     out = capsys.readouterr().out
-    assert "plain_fails     FAILS" in out
+    assert "deep_is_better  0.2 < 0.35  holds" in out
+    assert "seed 0: 2 of 2 hold" in out
+
+
+def test_a_failing_conclusion_fails_the_notebook_after_printing_all(capsys, monkeypatch):
+    monkeypatch.delenv("DEPTHLAB_SEED", raising=False)
+    with pytest.raises(dl.ConclusionFailed, match=r"plain_fails \(0.5 >= 0.6\)"):
+        dl.conclusions({"plain_fails": (0.5, ">=", 0.6), "deep_is_better": (1, "<", 2)})
+    out = capsys.readouterr().out
+    assert "plain_fails     0.5 >= 0.6  FAILS" in out
+    assert "deep_is_better  1 < 2  holds" in out
     assert "seed 0: 1 of 2 hold" in out
+
+
+def test_a_nan_measurement_never_holds(capsys):
+    with pytest.raises(dl.ConclusionFailed):
+        dl.conclusions({"fits": (float("nan"), "<", 1.0)})
 
 
 @pytest.mark.parametrize("claims, message", [
     ({}, "at least one"),
-    ({"Bad Name": True}, "snake_case"),
-    ({"ratio": 0.3}, "True or False"),
+    ({"Bad Name": (1, "<", 2)}, "snake_case"),
+    ({"ratio": 0.3}, "tuple"),
+    ({"ratio": (0.3, "~", 1)}, "operator one of"),
+    ({"ratio": ("big", "<", 1)}, "measured value must be a number"),
 ])
-def test_conclusions_reject_malformed_claims(claims, message):
+def test_conclusions_reject_malformed_claims(claims, message, capsys):
     with pytest.raises(ValueError, match=message):
         dl.conclusions(claims)
+
+
+def test_conclusions_check_every_name_before_printing_any(capsys):
+    with pytest.raises(ValueError, match="snake_case"):
+        dl.conclusions({"fine": (1, "<", 2), "Bad Name": (1, "<", 2)})
+    assert capsys.readouterr().out == ""
 
 
 def _glue_output(name, value):
