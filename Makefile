@@ -76,7 +76,7 @@ browser: setup
 # against the budgets; re-run every lab at seeds 1 and 2 and report whether its conclusions
 # hold; write both tables to the book page running.md. BENCH_ARGS="--device cuda" for a GPU.
 bench: setup
-	$(BIN)/python -m depthlab.bench $(BENCH_ARGS)
+	$(BIN)/python tools/bench.py $(BENCH_ARGS)
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=.
@@ -85,10 +85,10 @@ lab: setup
 # Stored outputs always come from the CPU at seed 0, which is what nbval compares against.
 execute: setup
 	@test -n "$(NB)" || (echo "usage: make execute NB=path/to/notebook.ipynb" && exit 2)
-	DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(BIN)/python -m depthlab.execute $(NB)
+	DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(BIN)/python tools/execute.py $(NB)
 
 execute-all: setup
-	DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(BIN)/python -m depthlab.execute $(foreach d,$(NOTEBOOK_DIRS),$(wildcard $(d)/*.ipynb))
+	DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(BIN)/python tools/execute.py $(foreach d,$(NOTEBOOK_DIRS),$(wildcard $(d)/*.ipynb))
 
 clean:
 	rm -rf _build

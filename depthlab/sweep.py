@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import math
-import time
 from collections.abc import Mapping, Sequence
 from numbers import Real
 
@@ -39,12 +38,11 @@ from .reproduce import default_device
 from .train import (
     History,
     check_recipe,
-    log_training,
     minibatch,
     warmup_factor,
 )
 
-_ADAM_BETAS, _ADAM_EPS, _MOMENTUM = (0.9, 0.999), 1e-8, 0.9
+_ADAM_BETAS, _MOMENTUM = (0.9, 0.999), 0.9
 
 
 def architecture_key(model: nn.Module):
@@ -79,8 +77,8 @@ def _block_weight_names(model: nn.Module) -> list[str]:
 
 def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
                steps: int = 200, lr=1e-3, optimizer: str = "adam",
-               batch_size: int | None = None, warmup: int = 0, seed: int = 0,
-               device=None) -> list[History]:
+               batch_size: int | None = None, warmup: int = 0, weight_decay: float = 0.0,
+               adam_eps: float = 1e-8, seed: int = 0, device=None) -> list[History]:
     """Train ``K`` models of one architecture together; return one History per model.
 
     Equivalent to ``[dl.train(m, X, y, ...) for m in models]`` (up to float rounding) and
@@ -93,7 +91,7 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
         ``init`` or a fixed ``alpha``).
     lr:
         One learning rate for all, or a list with one learning rate per model.
-    steps, optimizer, batch_size, warmup, seed, device:
+    steps, optimizer, batch_size, warmup, weight_decay, adam_eps, seed, device:
         As in :func:`depthlab.train` (Adam with PyTorch's defaults, or SGD with momentum 0.9;
         every model sees the same minibatches). Per-layer gradient norms, update ratios and
         alphas are always recorded.
@@ -110,7 +108,8 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
                          "residual, norm, shortcut, activation and learned-or-fixed alpha); "
                          "use train_together to group models of several architectures")
     k = len(models)
-    steps, warmup, batch_size = check_recipe(steps, optimizer, warmup, X, y, batch_size)
+    steps, warmup, batch_size, weight_decay, adam_eps = check_recipe(
+        steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps)
     lrs = _learning_rates(lr, k)
     device = default_device() if device is None else torch.device(device)
     homes = [next(m.parameters()).device for m in models]  # where the caller keeps them
@@ -132,7 +131,7 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
         return functional_call(base, (p, b), (xb,), tie_weights=False)
 
     batched = torch.vmap(forward, in_dims=(0, 0, None))
-    lr0 = torch.tensor(lrs, dtype=torch.float32, device=device)
+    lr0 = torch.tensor(lrs, dtype=params[names[0]].dtype, device=device)
     active = torch.ones(k, dtype=torch.bool, device=device)
     # per-parameter views of a (K,) vector, so that it broadcasts against (K, ...) tensors
     views = {n: (k,) + (1,) * (params[n].dim() - 1) for n in names}
@@ -140,7 +139,6 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
     state2 = {n: torch.zeros_like(params[n]) for n in names}  # Adam v
 
     g = torch.Generator().manual_seed(int(seed))
-    started = time.perf_counter()
     losses_h = np.full((k, steps), np.nan)
     acc_h = np.full((k, steps), np.nan)
     grads_h, ratios_h, alphas_h = (np.full((k, steps, n_layers), np.nan) for _ in range(3))
@@ -179,8 +177,14 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
                 grad_t = torch.stack([grads[n].double().flatten(1).norm(dim=1)
                                       for n in w_names], 1)
             step_lr = lr0 * factor * active
+            if weight_decay:
+                # L2 on the gradient, as torch.optim does (after the gradient norms are read);
+                # a diverged model still gets no step
+                grads = {n: torch.where(active.view(views[n]),
+                                        gr.add(params[n], alpha=weight_decay), 0.0)
+                         for n, gr in grads.items()}
             _step(optimizer, t + 1, params, grads, state1, state2,
-                  {n: step_lr.view(views[n]) for n in names})
+                  {n: step_lr.view(views[n]) for n in names}, adam_eps)
             if same_shape:
                 after = torch.stack([params[n] for n in w_names], 1)
                 ratio_t = ((after - before).flatten(2).norm(dim=2)
@@ -210,21 +214,17 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
     for m, home in zip(models, homes):
         m.to(home)  # trained on `device`, handed back where it was
 
-    # for `make bench`: the linear layers' FLOPs of all K models, as train() logs them
-    examples = batch_size or len(X)
-    steps_done = sum(steps if d is None else d for d in diverged)
-    log_training(models[0], examples, steps_done, started)
-
     return [History(loss=losses_h[i], accuracy=acc_h[i], grad_norms=grads_h[i],
                     update_ratio=ratios_h[i], alphas=alphas_h[i], lr=lrs[i] * lr_h,
                     diverged_at=diverged[i],
                     meta=dict(steps=steps, lr=lrs[i], optimizer=optimizer,
-                              batch_size=batch_size, warmup=warmup, seed=seed,
-                              device=str(device), trained_together=k))
+                              batch_size=batch_size, warmup=warmup, weight_decay=weight_decay,
+                              adam_eps=adam_eps, seed=seed, device=str(device),
+                              trained_together=k))
             for i in range(k)]
 
 
-def _step(optimizer, t, params, grads, m, v, lr):
+def _step(optimizer, t, params, grads, m, v, lr, adam_eps):
     """One in-place update of every stacked parameter, with PyTorch's Adam / SGD arithmetic.
 
     ``lr`` maps each parameter name to a learning rate that broadcasts against it (one per
@@ -232,6 +232,7 @@ def _step(optimizer, t, params, grads, m, v, lr):
     """
     names = list(params)
     p_, g_, m_, lr_ = ([d[n] for n in names] for d in (params, grads, m, lr))
+
     if optimizer == "adam":
         b1, b2 = _ADAM_BETAS
         c1, c2 = 1 - b1 ** t, math.sqrt(1 - b2 ** t)
@@ -241,7 +242,7 @@ def _step(optimizer, t, params, grads, m, v, lr):
         torch._foreach_addcmul_(v_, g_, g_, value=1 - b2)
         denom = torch._foreach_sqrt(v_)
         torch._foreach_div_(denom, c2)
-        torch._foreach_add_(denom, _ADAM_EPS)
+        torch._foreach_add_(denom, adam_eps)
         update = torch._foreach_div(m_, denom)
         torch._foreach_mul_(update, [r / c1 for r in lr_])
     else:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,26 +20,6 @@ from ._checks import choice, finite_float, positive_int
 from .reproduce import default_device
 
 OPTIMIZERS = ("adam", "sgd")
-
-# One (FLOPs, seconds) entry per call of train(): `make bench` reads it to report each
-# notebook's training throughput. FLOPs count the linear layers only: 6 per weight per example
-# per step (2 in the forward pass, 4 in the backward pass).
-TRAINING_LOG: list[tuple[float, float]] = []
-
-
-def linear_flops_per_example(model: nn.Module) -> int:
-    """Forward + backward FLOPs of the model's linear maps for one example (6 per weight).
-
-    Counts every ``nn.Linear`` and the input projections of ``nn.MultiheadAttention`` (for a
-    sequence model, "one example" is one token); the attention scores themselves are left out.
-    """
-    weights = 0
-    for m in model.modules():
-        if isinstance(m, nn.Linear):
-            weights += m.weight.numel()
-        elif isinstance(m, nn.MultiheadAttention) and m.in_proj_weight is not None:
-            weights += m.in_proj_weight.numel()
-    return 6 * weights
 
 
 def set_seed(seed: int = 0) -> None:
@@ -99,23 +78,19 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float, t: int, warmup: int) -> 
     return step_lr
 
 
-def log_training(model: nn.Module, examples_per_step: int, steps_done: int, started: float):
-    """Record one training run's linear-layer FLOPs and seconds in TRAINING_LOG (for bench)."""
-    TRAINING_LOG.append((linear_flops_per_example(model) * examples_per_step * steps_done,
-                         time.perf_counter() - started))
-
-
-def check_recipe(steps, optimizer, warmup, X, y, batch_size):
+def check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps):
     """Validate the arguments shared by :func:`train` and ``sweep.train_many``.
 
-    Returns ``(steps, warmup, batch_size)`` as ints (``batch_size`` may be None).
+    Returns ``(steps, warmup, batch_size, weight_decay, adam_eps)`` (``batch_size`` may be None).
     """
     steps = positive_int("steps", steps)
     choice("optimizer", optimizer, OPTIMIZERS)
     warmup = positive_int("warmup", warmup, minimum=0)
     if len(X) != len(y):
         raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
-    return steps, warmup, check_batch_size(batch_size, len(X))
+    weight_decay = finite_float("weight_decay", weight_decay, nonnegative=True)
+    adam_eps = finite_float("adam_eps", adam_eps, nonnegative=True)
+    return steps, warmup, check_batch_size(batch_size, len(X)), weight_decay, adam_eps
 
 
 @dataclass
@@ -154,15 +129,16 @@ class History(Record):
 
 
 
-def _make_optimizer(name, params, lr):
+def _make_optimizer(name, params, lr, weight_decay=0.0, adam_eps=1e-8):
     if name == "adam":
-        return torch.optim.Adam(params, lr=lr)
-    return torch.optim.SGD(params, lr=lr, momentum=0.9)
+        return torch.optim.Adam(params, lr=lr, eps=adam_eps, weight_decay=weight_decay)
+    return torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=weight_decay)
 
 
 def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 200,
           lr: float = 1e-3, optimizer: str = "adam", batch_size: int | None = None,
-          warmup: int = 0, seed: int = 0, device=None, record: bool = True) -> History:
+          warmup: int = 0, weight_decay: float = 0.0, adam_eps: float = 1e-8, seed: int = 0,
+          device=None, record: bool = True) -> History:
     """Train ``model`` on ``(X, y)`` with cross-entropy for ``steps`` steps and record a History.
 
     Parameters
@@ -182,6 +158,12 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
         uses the full data set every step.
     warmup:
         Number of steps over which the learning rate rises linearly from ``lr / warmup`` to ``lr``.
+    weight_decay:
+        L2 penalty, >= 0: ``weight_decay * W`` is added to the gradient of every parameter before
+        the optimizer uses it (as ``torch.optim.SGD`` and ``torch.optim.Adam`` do; not AdamW).
+    adam_eps:
+        Adam's epsilon, >= 0, added to the root of its second-moment estimate (PyTorch's default
+        1e-8). Near 0 (in float64) Adam's step no longer shrinks for tiny gradients.
     seed:
         Seed for the minibatch order.
     device:
@@ -193,14 +175,15 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     Training stops early, with the rest of the history filled with NaN and ``diverged_at`` set,
     if the loss becomes NaN or infinite.
     """
-    steps, warmup, batch_size = check_recipe(steps, optimizer, warmup, X, y, batch_size)
+    steps, warmup, batch_size, weight_decay, adam_eps = check_recipe(
+        steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps)
     lr = finite_float("lr", lr, positive=True)
     device = default_device() if device is None else torch.device(device)
     home = next(model.parameters()).device  # where the caller keeps the model
     model.to(device)
     X, y = X.to(device), y.to(device)
     L = len(model.blocks)
-    opt = _make_optimizer(optimizer, model.parameters(), lr)
+    opt = _make_optimizer(optimizer, model.parameters(), lr, weight_decay, adam_eps)
     g = torch.Generator().manual_seed(int(seed))
     loss_fn = nn.CrossEntropyLoss()
 
@@ -209,7 +192,6 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     grads, ratios, alphas = (np.tile(nan_row, (steps, 1)) for _ in range(3))
     diverged_at = None
     model.train()
-    started = time.perf_counter()
     for t in range(steps):
         lr_h[t] = set_lr(opt, lr, t, warmup)
         xb, yb = minibatch(g, X, y, batch_size, device)
@@ -238,13 +220,12 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
             grads[t], ratios[t], alphas[t] = flat[2:2 + L], flat[2 + L:2 + 2 * L], flat[2 + 2 * L:]
         else:
             loss_h[t], acc_h[t] = (v.item() for v in row)
-    steps_done = steps if diverged_at is None else diverged_at
-    log_training(model, batch_size or len(X), steps_done, started)
     model.to(home)  # trained on `device`, handed back where it was
     return History(loss=loss_h, accuracy=acc_h, grad_norms=grads, update_ratio=ratios,
                    alphas=alphas, lr=lr_h, diverged_at=diverged_at,
                    meta=dict(steps=steps, lr=lr, optimizer=optimizer, batch_size=batch_size,
-                             warmup=warmup, seed=seed, device=str(device)))
+                             warmup=warmup, weight_decay=weight_decay, adam_eps=adam_eps,
+                             seed=seed, device=str(device)))
 
 
 @torch.no_grad()

@@ -25,7 +25,6 @@ backward pass, as Xiong et al. analyse it.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +37,6 @@ from .reproduce import default_device
 from .train import (
     Record,
     check_batch_size,
-    log_training,
     minibatch,
     set_lr,
 )
@@ -306,7 +304,6 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
     lr_h = np.zeros(steps)
     diverged_at = None
     model.train()
-    started = time.perf_counter()
     for t in range(steps):
         lr_h[t] = set_lr(opt, lr, t, warmup)
         xb, yb = minibatch(g, X, Y, batch_size, device)
@@ -324,9 +321,6 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
         # one transfer to the host per step
         row = torch.stack([loss.detach().double(), acc.double(), grad]).cpu().numpy()
         loss_h[t], acc_h[t], grad_h[t] = row
-    # for `make bench`: the linear layers' FLOPs (6 per weight per token), as train() logs them
-    steps_done = steps if diverged_at is None else diverged_at
-    log_training(model, batch_size * X.shape[1], steps_done, started)  # per token
     model.to(home)  # trained on `device`, handed back where it was
     return SeqHistory(loss=loss_h, accuracy=acc_h, grad_norm=grad_h, lr=lr_h,
                       diverged_at=diverged_at,

@@ -313,3 +313,49 @@ def test_colors_have_clear_errors():
     assert dl.color("residual") == dl.COLORS["residual"]
     with pytest.raises(ValueError, match="unknown colour name"):
         dl.color("rainbow")
+
+
+# ---------------------------------------------------------------- optimizer options
+
+
+def one_step(weight_decay=0.0, adam_eps=1e-8, optimizer="sgd", lr=0.1, dtype=torch.float32):
+    """W_1 - W_0 of the first block after one full-batch step, and W_0 and its gradient."""
+    X, y = dl.two_spirals(64, seed=0)
+    model = dl.DeepMLP(2, 8, init="he", seed=0).to(dtype)
+    X = X.to(dtype)
+    w0 = model.blocks[0].linear.weight.detach().clone()
+    nn.functional.cross_entropy(model(X), y).backward()
+    grad = model.blocks[0].linear.weight.grad.clone()
+    model.zero_grad()
+    dl.train(model, X, y, steps=1, lr=lr, optimizer=optimizer, weight_decay=weight_decay,
+             adam_eps=adam_eps, device="cpu")
+    return model.blocks[0].linear.weight.detach() - w0, w0, grad
+
+
+def test_weight_decay_adds_l2_to_the_gradient():
+    # SGD's first step is -lr * (g + weight_decay * W)
+    step, w0, grad = one_step(weight_decay=0.5, lr=0.1)
+    torch.testing.assert_close(step, -0.1 * (grad + 0.5 * w0))
+    # Adam normalizes g + weight_decay * W (L2, not AdamW): with a huge decay every weight moves
+    # by lr towards 0, whatever its size
+    step, w0, _ = one_step(weight_decay=1e6, lr=1e-3, optimizer="adam")
+    torch.testing.assert_close(step, -1e-3 * torch.sign(w0), rtol=1e-4, atol=0)
+
+
+def test_adam_eps_sets_how_much_a_small_gradient_is_damped():
+    # Adam's first step is lr * g / (|g| + eps): with eps = 0 (float64) it is lr for every weight
+    step, _, grad = one_step(adam_eps=0.0, optimizer="adam", lr=1e-3, dtype=torch.float64)
+    assert torch.all(grad != 0)
+    torch.testing.assert_close(step, -1e-3 * torch.sign(grad), rtol=1e-12, atol=0)
+    # with an eps far above the gradient, the step shrinks to lr * |g| / eps
+    step, _, grad = one_step(adam_eps=1.0, optimizer="adam", lr=1e-3, dtype=torch.float64)
+    torch.testing.assert_close(step, -1e-3 * grad / (grad.abs() + 1.0), rtol=1e-9, atol=0)
+
+
+def test_a_float64_model_trains_on_float64_data():
+    X, y = dl.two_spirals(128, turns=1.0, seed=1)
+    model = dl.DeepMLP(4, 16, init="he", norm="pre", seed=0).double()
+    h = dl.train(model, X.double(), y, steps=60, lr=1e-2, device="cpu")
+    assert h.final_loss() < 0.7 * h.loss[0] and h.diverged_at is None
+    assert np.all(np.isfinite(h.grad_norms)) and np.all(h.update_ratio > 0)
+    assert all(p.dtype == torch.float64 for p in model.parameters())

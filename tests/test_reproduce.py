@@ -1,12 +1,10 @@
-"""Seeds, devices and checked conclusions (depthlab.reproduce) and how the bench reads them."""
+"""Seeds, devices and checked conclusions (depthlab.reproduce)."""
 
-import nbformat
 import numpy as np
 import pytest
 import torch
 
 import depthlab as dl
-from depthlab import bench
 
 
 def test_lab_seed_defaults_to_zero_and_reads_the_environment(monkeypatch):
@@ -82,29 +80,6 @@ def test_conclusions_check_every_name_before_printing_any(capsys):
     assert capsys.readouterr().out == ""
 
 
-def _glue_output(name, value):
-    return nbformat.v4.new_output(
-        "display_data", data={"application/papermill.record/text/plain": repr(value)},
-        metadata={"scrapbook": {"name": name, "mime_prefix": "application/papermill.record/"}})
-
-
-def test_bench_reads_only_the_glued_claims():
-    cell = nbformat.v4.new_code_cell("")
-    cell.outputs = [_glue_output("holds_a", True), _glue_output("holds_b", False),
-                    _glue_output("loss", 0.25)]
-    nb = nbformat.v4.new_notebook(cells=[cell])
-    assert bench.glued_claims(nb) == {"a": True, "b": False}
-
-
-def test_robustness_table_flags_a_claim_that_fails_at_one_seed():
-    claims = {"labs/x.ipynb": {0: {"a": True, "b": True}, 1: {"a": True, "b": False}}}
-    lines, every = bench.robustness_table(claims, [0, 1])
-    assert not every
-    assert "| x | `b` | holds | **FAILS** |" in lines
-    _, every = bench.robustness_table({"labs/x.ipynb": {0: {"a": True}, 1: {"a": True}}}, [0, 1])
-    assert every
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_training_on_cuda_matches_the_cpu_and_hands_the_model_back():
     from depthlab import sweep
@@ -123,30 +98,3 @@ def test_training_on_cuda_matches_the_cpu_and_hands_the_model_back():
             # the notebooks keep their data on the CPU, so the model must come back there
             assert next(model.parameters()).device.type == "cpu"
         assert np.allclose(runs[0].loss, runs[1].loss, rtol=1e-3, atol=1e-4)
-
-
-def test_the_page_renders_from_saved_measurements(tmp_path):
-    import json
-
-    rows = [dict(path="labs/lab9_demo.ipynb", seconds=120.0, rss=2**29, flops=4e9,
-                 train_s=1.0, claims={"deep_wins": True})]
-    results = dict(machine=bench.machine(), device="cpu", peak=100.0, rows=rows, seeds=[0, 1],
-                   claims={"labs/lab9_demo.ipynb": {0: {"deep_wins": True},
-                                                    1: {"deep_wins": False}}})
-    saved = tmp_path / "bench.json"
-    saved.write_text(json.dumps(results))  # JSON turns the seed keys into strings
-    page = tmp_path / "running.md"
-    assert bench.main(["--render-only", "--results", str(saved), "--page", str(page)]) == 0
-    text = page.read_text()
-    # over its 90 s budget, and at 4 % of the matmul peak
-    row = "| lab9_demo | 120 s | 512 MiB | 4.0 (4 %) | over: time, GFLOP/s |"
-    assert row.replace(" s |", "\u00a0s |").replace(" MiB", "\u00a0MiB").replace(
-        "4.0 (4 %)", "4.0\u00a0(4\u00a0%)") in text
-    assert "| lab9 | `deep_wins` | holds | **FAILS** |" in text
-    assert "Not every conclusion held" in text
-
-
-def test_render_only_without_saved_measurements_says_what_to_do(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        bench.main(["--render-only", "--results", str(tmp_path / "none.json")])
-    assert "run `make bench` first" in capsys.readouterr().err

@@ -153,12 +153,35 @@ def test_depth_sweep_trains_and_measures_every_combination():
         sweep.depth_sweep(build, families, [0], [0], X, Y)
 
 
-def test_training_together_is_logged_for_the_benchmark():
-    from depthlab.train import TRAINING_LOG, linear_flops_per_example
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_weight_decay_together_equals_one_by_one(optimizer):
+    lrs = [3e-3, 1e-2]
+    common = dict(steps=10, optimizer=optimizer, batch_size=32, seed=1, weight_decay=0.1)
+    alone = [make(0, alpha="learned"), make(1, alpha="learned")]
+    together = [make(0, alpha="learned"), make(1, alpha="learned")]
+    h_alone = separately(alone, lrs, **common)
+    for h1, h2 in zip(h_alone, sweep.train_many(together, X, Y, lr=lrs, device="cpu", **common)):
+        assert_same_history(h1, h2)
+        assert h2.meta["weight_decay"] == 0.1
+    for m1, m2 in zip(alone, together):
+        for p1, p2 in zip(m1.parameters(), m2.parameters()):
+            torch.testing.assert_close(p1, p2, rtol=1e-4, atol=1e-5)
+    # and the decay did something: the same run without it ends elsewhere
+    undecayed = separately([make(0, alpha="learned")], lrs[:1],
+                           **{**common, "weight_decay": 0.0})[0]
+    assert np.abs(undecayed.loss - h_alone[0].loss).max() > 1e-4
 
-    before = len(TRAINING_LOG)
-    models = [make(0), make(1)]
-    sweep.train_many(models, X, Y, steps=4, batch_size=32, device="cpu")
-    assert len(TRAINING_LOG) == before + 1
-    flops, seconds = TRAINING_LOG[-1]
-    assert flops == 2 * 4 * 32 * linear_flops_per_example(models[0]) and seconds > 0
+
+def test_float64_models_with_a_tiny_adam_eps_train_together_as_one_by_one():
+    X64 = X.double()
+    common = dict(steps=10, batch_size=32, seed=2, adam_eps=1e-30, lr=1e-2)
+    alone = [make(s, residual=False).double() for s in (0, 1)]
+    together = [make(s, residual=False).double() for s in (0, 1)]
+    h_alone = [dl.train(m, X64, Y, device="cpu", **common) for m in alone]
+    h_together = sweep.train_many(together, X64, Y, device="cpu", **common)
+    for h1, h2 in zip(h_alone, h_together):
+        np.testing.assert_allclose(h1.loss, h2.loss, rtol=1e-9)
+        np.testing.assert_allclose(h1.grad_norms, h2.grad_norms, rtol=1e-8)
+        assert h2.meta["adam_eps"] == 1e-30
+    for m in together:
+        assert all(p.dtype == torch.float64 for p in m.parameters())

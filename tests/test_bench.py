@@ -1,0 +1,144 @@
+"""Tests of tools/bench.py (``make bench``): what it measures, how it copes with a notebook whose
+conclusions fail, and the page it writes."""
+
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import depthlab as dl
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import bench  # noqa: E402
+
+NBSP = "\u00a0"
+
+
+def _glue_output(name, value):
+    return nbformat.v4.new_output(
+        "display_data", data={"application/papermill.record/text/plain": repr(value)},
+        metadata={"scrapbook": {"name": name, "mime_prefix": "application/papermill.record/"}})
+
+
+def test_bench_reads_only_the_glued_claims():
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [_glue_output("holds_a", True), _glue_output("holds_b", False),
+                    _glue_output("loss", 0.25)]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    assert bench.glued_claims(nb) == {"a": True, "b": False}
+
+
+def test_robustness_table_flags_a_claim_that_fails_or_is_missing_at_one_seed():
+    claims = {"labs/x.ipynb": {0: {"a": True, "b": True}, 1: {"a": True, "b": False},
+                               2: {"a": True}}}
+    lines, every = bench.robustness_table(claims, [0, 1, 2])
+    assert not every
+    assert "| x | `a` | holds | holds | holds |" in lines
+    assert "| x | `b` | holds | **FAILS** | missing |" in lines
+    _, every = bench.robustness_table({"labs/x.ipynb": {0: {"a": True}, 1: {"a": True}}}, [0, 1])
+    assert every
+
+
+def test_the_training_meter_times_each_outermost_training_call_once():
+    X, y = dl.two_spirals(64, seed=0)
+    runs = []
+    remove = bench.install_training_meter(runs)
+    try:
+        dl.train(dl.DeepMLP(2, 8, seed=0), X, y, steps=5, batch_size=16, device="cpu")
+        # train_together reaches train_many through depthlab.sweep: one run, two models
+        dl.train_together({"a": dl.DeepMLP(2, 8, seed=0), "b": dl.DeepMLP(2, 8, seed=1)},
+                          X, y, steps=3, device="cpu")
+    finally:
+        remove()
+    assert [r["examples"] for r in runs] == [5 * 16, 2 * 3 * 64]
+    assert all(r["seconds"] > 0 for r in runs)
+    dl.train(dl.DeepMLP(2, 8, seed=0), X, y, steps=2, device="cpu")
+    assert len(runs) == 2  # removed: depthlab is itself again
+    assert not hasattr(dl.train, "unmetered") and not hasattr(dl.sweep.train_many, "unmetered")
+
+
+def test_a_notebook_whose_conclusions_fail_is_measured_not_fatal(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports the depthlab under test
+    monkeypatch.setenv("DEPTHLAB_DEVICE", "cpu")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in [
+        "import depthlab as dl\nX, y = dl.two_spirals(64)\n"
+        "h = dl.train(dl.DeepMLP(2, 8, seed=dl.lab_seed()), X, y, steps=4, device='cpu')",
+        "dl.conclusions({'fits': (h.loss[-1], '<', 100.0), 'perfect': (h.loss[-1], '<', 0.0)})",
+        "print('after the conclusions')",
+    ]])
+    path = tmp_path / "lab9_demo.ipynb"
+    nbformat.write(nb, path)
+    stats = bench.run_notebook(path, seed=1)
+    assert stats["error"] is None
+    assert stats["claims"] == {"fits": True, "perfect": False}
+    assert "perfect" in stats["conclusions_failed"] and "fits" not in stats["conclusions_failed"]
+    assert stats["memory"] > 50 * 2**20  # a kernel that imported PyTorch
+    assert [r["examples"] for r in stats["training"]] == [4 * 64]
+    assert 0 < stats["training"][0]["seconds"] < stats["seconds"]
+    assert nbformat.read(path, as_version=4) == nb  # nothing written back
+
+
+def test_a_notebook_that_fails_otherwise_is_recorded_with_its_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
+    path = tmp_path / "broken.ipynb"
+    nbformat.write(nb, path)
+    stats = bench.run_notebook(path)
+    assert stats["error"].startswith("a cell raised ZeroDivisionError")
+    assert stats["seconds"] > 0 and stats["claims"] == {}
+
+
+def saved_results(tmp_path, **row):
+    rows = [dict(path="labs/lab9_demo.ipynb", seconds=120.0, memory=2**29,
+                 training=[dict(seconds=30.0, examples=1000), dict(seconds=18.0, examples=10)],
+                 claims={"deep_wins": True}, conclusions_failed=None, error=None, **row),
+            dict(path="chapters/01_x.ipynb", seconds=12.0, memory=3 * 2**28, training=[],
+                 claims={}, conclusions_failed=None, error=None)]
+    results = dict(machine=bench.machine(), device="cpu", rows=rows, seeds=[0, 1],
+                   claims={"labs/lab9_demo.ipynb": {0: {"deep_wins": True},
+                                                    1: {"deep_wins": False}}})
+    saved = tmp_path / "bench.json"
+    saved.write_text(json.dumps(results))  # JSON turns the seed keys into strings
+    return saved
+
+
+def test_the_page_renders_from_saved_measurements(tmp_path):
+    page = tmp_path / "running.md"
+    saved = saved_results(tmp_path)
+    assert bench.main(["--render-only", "--results", str(saved), "--page", str(page)]) == 0
+    text = page.read_text()
+    # over its 90 s budget; 48 s of its 120 s were training
+    row = "| lab9_demo | 120 s | 48 s (40 %) | 512 MiB | over: time |"
+    assert row.replace(" s", NBSP + "s").replace(" %", NBSP + "%").replace(
+        " MiB", NBSP + "MiB") in text
+    assert "| 01_x | 12" + NBSP + "s | - | 768" + NBSP + "MiB | ok |" in text
+    assert "| lab9_demo | `deep_wins` | holds | **FAILS** |" in text
+    assert "Not every conclusion held" in text
+    assert "GFLOP" not in text
+    # the prose comes from the numbers
+    assert "1 of 2 notebooks missed a budget or did not run cleanly: lab9_demo" in text
+    assert "The slowest lab took 120 s (lab9_demo, budget 90 s)." in text
+    assert "Training networks took 36 % of the 2.2 min" in text
+    assert "No notebook needed more than 768 MiB of memory (01_x)." in text
+
+
+def test_failed_conclusions_and_errors_show_in_the_status(tmp_path):
+    page = tmp_path / "running.md"
+    saved = saved_results(tmp_path)
+    results = json.loads(saved.read_text())
+    results["rows"][0]["conclusions_failed"] = "these conclusions do not hold: deep_wins"
+    results["rows"][1]["error"] = "a cell raised KeyError"
+    saved.write_text(json.dumps(results))
+    assert bench.main(["--render-only", "--results", str(saved), "--page", str(page)]) == 1
+    text = page.read_text()
+    assert "| over: conclusions, time |" in text and "| over: error |" in text
+    assert "2 of 2 notebooks missed" in text
+
+
+def test_render_only_without_saved_measurements_says_what_to_do(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--render-only", "--results", str(tmp_path / "none.json")])
+    assert "run `make bench` first" in capsys.readouterr().err

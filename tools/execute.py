@@ -1,0 +1,167 @@
+"""Re-execute notebooks top to bottom in a fresh kernel and store their outputs in place.
+
+    python tools/execute.py [--timeout SECONDS] chapters/01_depth_problem.ipynb [more.ipynb ...]
+
+This is what ``make execute NB=...`` and ``make execute-all`` run. nbclient does the work (a new
+``python3`` kernel started in the notebook's own folder, as nbval does; cells run in order; a
+cell tagged ``raises-exception`` may raise, any other error stops that notebook). What the course
+adds:
+
+* the notebook is written back without widget state (a blob that changes on every run and that
+  the static site does not need: its no-kernel twin panels are plain HTML) and without per-cell
+  timestamps;
+* every cell has a time limit (``--timeout``, default 300 s; no cell of the course needs more
+  than a minute), enforced twice: by nbclient, and by a watchdog that kills the kernel if
+  nbclient is still waiting a minute later, so a lost message can never hang ``make execute``;
+* on Linux and macOS the kernel talks to nbclient over Unix sockets instead of TCP ports, so two
+  notebooks executed at the same time cannot pick the same port;
+* a notebook that fails is left as it was (its committed outputs stay), the others still run,
+  and the exit status says whether all of them succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+from traitlets.config import Config
+
+CELL_TIMEOUT = 300  # seconds per cell
+WATCHDOG_GRACE = 60  # seconds after the cell timeout before the watchdog kills the kernel
+
+
+class Watchdog:
+    """Kill the kernel when one cell has run ``limit`` seconds (nbclient then reports it dead).
+
+    Armed and disarmed by nbclient's ``on_cell_execute`` / ``on_cell_executed`` hooks.
+    """
+
+    def __init__(self, limit: float):
+        self.limit = limit
+        self.client: NotebookClient | None = None
+        self.fired = False
+        self._timer: threading.Timer | None = None
+
+    def arm(self, cell=None, cell_index=None, **_):
+        self.disarm()
+        self._timer = threading.Timer(self.limit, self._kill)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def disarm(self, **_):
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _kill(self):
+        km = getattr(self.client, "km", None)
+        process = getattr(getattr(km, "provisioner", None), "process", None)
+        if process is not None:
+            self.fired = True
+            process.kill()
+
+
+def new_client(nb, path: Path, *, timeout: int = CELL_TIMEOUT,
+               grace: float = WATCHDOG_GRACE) -> NotebookClient:
+    """An nbclient ``NotebookClient`` for ``nb`` (read from ``path``) with the course's settings.
+
+    Call :func:`finish` on the client after executing, so the watchdog stops.
+    """
+    watchdog = Watchdog(timeout + grace)
+    config = Config()
+    if os.name == "posix":
+        # socket files with a name of their own instead of TCP ports: no races between
+        # kernels; an absolute path, because the kernel runs in the notebook's folder
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = os.path.join(tempfile.gettempdir(),
+                                               f"depthlab-kernel-{uuid.uuid4().hex[:12]}")
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", config=config,
+        resources={"metadata": {"path": str(path.parent)}},
+        # nbclient needs the widget state while it runs (its Output-widget capture fails
+        # without it); write() drops it from the file
+        store_widget_state=True,
+        record_timing=False,  # no per-cell timestamps: they change on every run
+        on_cell_execute=watchdog.arm, on_cell_executed=watchdog.disarm)
+    watchdog.client = client
+    client.watchdog = watchdog
+    return client
+
+
+def finish(client: NotebookClient) -> None:
+    """Stop the client's watchdog (after the last cell, or after an error)."""
+    client.watchdog.disarm()
+
+
+def failure(error: Exception, client: NotebookClient, timeout: int) -> str:
+    """One message saying why executing a notebook failed."""
+    if isinstance(error, CellTimeoutError) or client.watchdog.fired:
+        return (f"a cell ran longer than {timeout} s and was stopped (--timeout sets the "
+                f"limit; the course's cells need well under a minute)")
+    if isinstance(error, DeadKernelError):
+        return "the kernel died (out of memory?)"
+    if isinstance(error, CellExecutionError):
+        return f"a cell raised {error.ename}: {error.evalue}\n{error}"
+    return f"{type(error).__name__}: {error}"
+
+
+def execute(path: Path, timeout: int = CELL_TIMEOUT) -> float:
+    """Execute the notebook at ``path`` in place; return its wall time in seconds.
+
+    Raises ``RuntimeError`` with the reason if a cell fails or runs out of time; the file is
+    then left unchanged.
+    """
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("widgets", None)
+    client = new_client(nb, path, timeout=timeout)
+    start = time.perf_counter()
+    try:
+        client.execute()
+    except Exception as error:  # noqa: BLE001 -- reported with its reason below
+        raise RuntimeError(failure(error, client, timeout)) from error
+    finally:
+        finish(client)
+    seconds = time.perf_counter() - start
+    nb.metadata.pop("widgets", None)
+    nbformat.write(nb, path)
+    return seconds
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", help="notebook files to execute in place")
+    parser.add_argument("--timeout", type=int, default=CELL_TIMEOUT,
+                        help=f"seconds one cell may run (default {CELL_TIMEOUT})")
+    args = parser.parse_args(argv)
+    if args.timeout < 1:
+        parser.error(f"--timeout must be at least 1 second, got {args.timeout}")
+    paths = [Path(name) for name in args.notebooks]
+    for path in paths:
+        if path.suffix != ".ipynb" or not path.is_file():
+            parser.error(f"not a notebook file: {path}")
+    failed = []
+    for path in paths:
+        try:
+            seconds = execute(path, args.timeout)
+        except RuntimeError as error:
+            print(f"{path}: FAILED, left unchanged: {error}", file=sys.stderr, flush=True)
+            failed.append(path)
+            continue
+        print(f"{path}: executed in {seconds:.1f} s", flush=True)
+    if failed:
+        print(f"{len(failed)} of {len(paths)} notebooks failed: "
+              + ", ".join(map(str, failed)), file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
