@@ -7,12 +7,12 @@ generated data; plot style; interactive panels and their no-kernel twins).
 
 from .data import spirals, split, two_spirals
 from .models import ACTIVATIONS, ALPHA_WORDS, INITS, NORMS, Block, DeepMLP, init_linear
-from .plots import COLORS, color, layer_heatmap, use_style
+from .plots import COLORS, color, layer_heatmap, markdown_table, use_style
 from .probes import Probe, jacobian, jacobian_singular_values, weight_grad_norms
 from .report import geometric_mean, glue, significant
 from .reproduce import ConclusionFailed, conclusions, default_device, lab_seed
-from .sweep import depth_sweep, markdown_table, train_many, train_together
-from .train import History, accuracy, evaluate_loss, set_seed, train
+from .sweep import depth_sweep, train_many, train_together
+from .training import History, accuracy, evaluate_loss, set_seed, train
 from .transformer import (
     SeqHistory,
     TinyTransformer,

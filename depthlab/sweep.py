@@ -5,20 +5,20 @@ scales or learning rates. Trained one after the other, their cost is dominated b
 (a few hundred tiny operations per step), so :func:`train_many` trains ``K`` models *together*:
 their parameters are stacked along a new leading axis (``torch.func.stack_module_state``) and one
 ``torch.vmap`` of the model's own ``forward`` runs all of them in each operation. Every member
-still sees what :func:`depthlab.train` would give it (same data order, same optimizer arithmetic,
-its own learning rate and its own divergence check), up to float rounding, and gets the same
-:class:`~depthlab.train.History`.
+still sees what :func:`depthlab.train` would give it (the same training loop, data order,
+optimizer arithmetic, its own learning rate and its own divergence check), up to float rounding,
+and gets the same :class:`~depthlab.training.History`.
 
 * :func:`train_together` takes a dict of models of *different* architectures, groups the ones
   that can share a batch and calls :func:`train_many` once per group.
 * :func:`depth_sweep` builds, trains and measures every (family, depth, seed) combination.
-* :func:`first_steps` reads a short run off a long one; :func:`markdown_table` shows a table.
 
 What may differ inside one batch: the initial values of the parameters and buffers (seed,
 ``init``, a fixed ``alpha`` such as ``1.0`` or ``"1/sqrt(L)"``) and the learning rate. What may
 not: anything that changes the code path of ``forward`` (depth, width, ``residual``, ``norm``,
 ``shortcut``, ``activation``, whether ``alpha`` is learned). Models whose modules share (tie)
-weights are not supported.
+weights, or whose buffers change while training (BatchNorm's running statistics), cannot be
+trained together: train them one by one with :func:`depthlab.train`.
 """
 
 from __future__ import annotations
@@ -28,21 +28,25 @@ import math
 from collections.abc import Mapping, Sequence
 from numbers import Real
 
-import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state
 
 from ._checks import finite_float, positive_int
+from .plots import markdown_table  # noqa: F401  (lab 1 and lab 2 still call sweep.markdown_table)
 from .reproduce import default_device
-from .train import (
+from .training import (
+    ADAM_BETAS,
+    MOMENTUM,
     History,
-    check_recipe,
-    minibatch,
-    warmup_factor,
+    _branch_scales,
+    _check_dtype,
+    _check_recipe,
+    _fit,
+    _on,
+    accuracy,
+    evaluate_loss,
 )
-
-_ADAM_BETAS, _MOMENTUM = (0.9, 0.999), 0.9
 
 
 def architecture_key(model: nn.Module):
@@ -67,12 +71,159 @@ def _learning_rates(lr, k: int) -> list[float]:
                      f"got {lr!r}")
 
 
-def _block_weight_names(model: nn.Module) -> list[str]:
-    by_id = {id(p): n for n, p in model.named_parameters()}
-    names = [by_id.get(id(w)) for w in model.block_weights()]
+def _names(model: nn.Module, tensors, what: str) -> list[str]:
+    """The names, in ``model``, of the parameters or buffers in ``tensors``."""
+    by_id = {id(t): n for n, t in [*model.named_parameters(), *model.named_buffers()]}
+    names = [by_id.get(id(t)) for t in tensors]
     if None in names:
-        raise ValueError("block_weights() must return parameters of the model itself")
+        raise ValueError(f"{what} must return tensors of the model itself")
     return names
+
+
+def _check_batchable(model: nn.Module) -> None:
+    for module in model.modules():
+        if isinstance(module, nn.modules.batchnorm._NormBase) and module.track_running_stats:
+            raise ValueError(f"{type(module).__name__} updates its running statistics while "
+                             "training, which models trained together cannot do: train these "
+                             "models one by one with depthlab.train")
+
+
+class _ManyModels:
+    """``K`` models of one architecture, stepped together.
+
+    All the parameters live in one ``(K, P)`` tensor ``theta`` (block weights first, then the
+    rest), so that the optimizer's arithmetic, written out below as ``torch.optim`` does it, is a
+    handful of operations per step however many tensors the model has. Each step, ``theta`` is
+    split into views shaped like the model's parameters, and ``torch.vmap`` runs the model's own
+    ``forward`` (``functional_call``) on all ``K`` sets of views at once.
+    """
+
+    def __init__(self, models, optimizer, *, lrs, weight_decay, adam_eps):
+        self.k = k = len(models)
+        self.optimizer, self.weight_decay, self.adam_eps = optimizer, weight_decay, adam_eps
+        first = models[0]
+        params, self.buffers = stack_module_state(models)
+        w_names = _names(first, first.block_weights(), "block_weights()")
+        scales = _branch_scales(first)
+        self.a_names = _names(first, scales, "each block's alpha") if scales else None
+        self.names = w_names + [n for n in params if n not in set(w_names)]
+        self.shapes = [(k, *params[n].shape[1:]) for n in self.names]
+        self.sizes = [math.prod(s[1:]) for s in self.shapes]
+        self.theta = torch.cat([params[n].detach().reshape(k, -1) for n in self.names], 1)
+        self.theta.requires_grad_(True)
+        self.n_layers = len(w_names)
+        self.w_sizes = self.sizes[:self.n_layers]
+        self.n_w = sum(self.w_sizes)  # block weights: the first n_w columns of theta
+        self.same_shape = len(set(self.w_sizes)) == 1
+        self.lr0 = torch.tensor(lrs, dtype=self.theta.dtype, device=self.theta.device)
+        self.active = torch.ones(k, dtype=torch.bool, device=self.theta.device)
+        self.m = torch.zeros_like(self.theta)  # Adam's first moment, or SGD's momentum
+        self.v = torch.zeros_like(self.theta) if optimizer == "adam" else None
+        self.t = 0
+        base = copy.deepcopy(first).to("meta")
+
+        def forward(p, b, xb):
+            return functional_call(base, (p, b), (xb,), tie_weights=False)
+
+        self.batched = torch.vmap(forward, in_dims=(0, 0, None))
+
+    @property
+    def columns(self) -> int:
+        return 2 + 3 * self.n_layers
+
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """Views of ``theta`` shaped like each stacked parameter ``(K, ...)``."""
+        chunks = self.theta.split(self.sizes, dim=1)
+        return {n: c.view(s) for n, c, s in zip(self.names, chunks, self.shapes)}
+
+    def _per_layer(self, flat: torch.Tensor) -> list[torch.Tensor] | torch.Tensor:
+        """The block-weight columns of a ``(K, P)`` tensor, as ``(K, L, size)`` or a list."""
+        if self.same_shape:
+            return flat[:, :self.n_w].view(self.k, self.n_layers, -1)
+        return list(flat[:, :self.n_w].split(self.w_sizes, dim=1))
+
+    def _norms(self, per_layer) -> torch.Tensor:
+        if self.same_shape:
+            return per_layer.norm(dim=2)
+        return torch.stack([w.norm(dim=1) for w in per_layer], 1)
+
+    def step(self, xb, yb, factor):
+        k, active = self.k, self.active
+        p = self.parameters()
+        logits = self.batched(p, self.buffers, xb)                    # (K, B, classes)
+        per_example = nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), yb.repeat(k), reduction="none")
+        losses = per_example.view(k, -1).mean(1)                     # (K,)
+        active = self.active = active & torch.isfinite(losses)
+        alive = active.cpu().numpy()
+        if not alive.any():
+            return None, alive
+        total = torch.where(active, losses, torch.zeros_like(losses)).sum()
+        (grad,) = torch.autograd.grad(total, self.theta)
+        if not alive.all():
+            # a diverged model keeps its last finite weights: no gradient, no step
+            grad = torch.where(active[:, None], grad, torch.zeros_like(grad))
+
+        with torch.no_grad():
+            before = self._per_layer(self.theta)
+            before = before.clone() if self.same_shape else [b.clone() for b in before]
+            g_layers = self._per_layer(grad)
+            # float64 norms: squares of vanishing float32 gradients would underflow to zero
+            grad_t = self._norms(g_layers.double() if self.same_shape
+                                 else [g.double() for g in g_layers])   # (K, L)
+            self._update(grad, (self.lr0 * factor * active)[:, None])
+            after = self._per_layer(self.theta)
+            if self.same_shape:
+                ratio_t = (after - before).norm(dim=2) / before.norm(dim=2).clamp_min(1e-30)
+            else:
+                ratio_t = torch.stack([(a - b).norm(dim=1) / b.norm(dim=1).clamp_min(1e-30)
+                                       for a, b in zip(after, before)], 1)
+            if self.a_names:
+                pool = {**self.buffers, **p}
+                alpha_t = torch.stack([pool[n] for n in self.a_names], 1)
+            else:
+                alpha_t = torch.zeros_like(grad_t)
+            acc = (logits.argmax(2) == yb).float().mean(1)
+            rows = torch.cat([losses.double()[:, None], acc.double()[:, None], grad_t,
+                              ratio_t.double(), alpha_t.double()], 1)
+        return rows.cpu().numpy(), alive  # one transfer to the host per step
+
+    def _update(self, grad, lr):
+        """One step of Adam or SGD with momentum on ``theta``, with ``torch.optim``'s arithmetic
+        (``lr``: one learning rate per model, shape ``(K, 1)``, 0 for a diverged model)."""
+        self.t += 1
+        if self.weight_decay:
+            # L2 on the gradient, as torch.optim does; a diverged model still gets no step
+            grad = torch.where(self.active[:, None],
+                               grad.add(self.theta, alpha=self.weight_decay), 0.0)
+        m, theta = self.m, self.theta
+        if self.optimizer == "adam":
+            b1, b2 = ADAM_BETAS
+            c1, c2 = 1 - b1 ** self.t, math.sqrt(1 - b2 ** self.t)
+            m.lerp_(grad, 1 - b1)
+            self.v.mul_(b2)
+            self.v.addcmul_(grad, grad, value=1 - b2)
+            denom = self.v.sqrt()
+            denom.div_(c2)
+            denom.add_(self.adam_eps)
+            update = m / denom
+            update.mul_(lr / c1)
+        else:
+            if self.t == 1:
+                m.copy_(grad)
+            else:
+                m.mul_(MOMENTUM)
+                m.add_(grad)
+            update = m * lr
+        theta.sub_(update)
+
+    def copy_to(self, models) -> None:
+        """Write the trained parameters back into ``models``."""
+        p = self.parameters()
+        with torch.no_grad():
+            for i, model in enumerate(models):
+                for n, param in model.named_parameters():
+                    param.copy_(p[n][i])
 
 
 def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
@@ -107,152 +258,27 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
         raise ValueError("train_many needs models of one architecture (same depth, width, "
                          "residual, norm, shortcut, activation and learned-or-fixed alpha); "
                          "use train_together to group models of several architectures")
-    k = len(models)
-    steps, warmup, batch_size, weight_decay, adam_eps = check_recipe(
-        steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps)
-    lrs = _learning_rates(lr, k)
+    _check_batchable(models[0])
+    recipe = _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps,
+                           seed)
+    lrs = _learning_rates(lr, len(models))
+    _check_dtype(models[0], X)
     device = default_device() if device is None else torch.device(device)
-    homes = [next(m.parameters()).device for m in models]  # where the caller keeps them
-    for m in models:
-        m.to(device).train()
-    X, y = X.to(device), y.to(device)
-
-    params, buffers = stack_module_state(models)
-    names = list(params)
-    w_names = _block_weight_names(models[0])
-    n_layers = len(w_names)
-    same_shape = len({params[n].shape for n in w_names}) == 1
-    a_names = [f"blocks.{i}.alpha" for i in range(n_layers)]
-    has_alpha = all(n in params or n in buffers for n in a_names)
-    base = copy.deepcopy(models[0]).to("meta")
-
-    def forward(p, b, xb):
-        # DeepMLP shares no weights between modules, so there is nothing to tie
-        return functional_call(base, (p, b), (xb,), tie_weights=False)
-
-    batched = torch.vmap(forward, in_dims=(0, 0, None))
-    lr0 = torch.tensor(lrs, dtype=params[names[0]].dtype, device=device)
-    active = torch.ones(k, dtype=torch.bool, device=device)
-    # per-parameter views of a (K,) vector, so that it broadcasts against (K, ...) tensors
-    views = {n: (k,) + (1,) * (params[n].dim() - 1) for n in names}
-    state1 = {n: torch.zeros_like(params[n]) for n in names}  # Adam m, or SGD momentum
-    state2 = {n: torch.zeros_like(params[n]) for n in names}  # Adam v
-
-    g = torch.Generator().manual_seed(int(seed))
-    losses_h = np.full((k, steps), np.nan)
-    acc_h = np.full((k, steps), np.nan)
-    grads_h, ratios_h, alphas_h = (np.full((k, steps, n_layers), np.nan) for _ in range(3))
-    lr_h = np.zeros(steps)
-    diverged: list[int | None] = [None] * k
-
-    for t in range(steps):
-        factor = warmup_factor(t, warmup)
-        lr_h[t] = factor
-        xb, yb = minibatch(g, X, y, batch_size, device)
-        logits = batched(params, buffers, xb)                       # (K, B, classes)
-        per_example = nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), yb.repeat(k), reduction="none")
-        losses = per_example.view(k, -1).mean(1)                    # (K,)
-        finite = torch.isfinite(losses)
-        newly = (active & ~finite).cpu().numpy()
-        for i in np.flatnonzero(newly):
-            diverged[i] = t
-        active = active & finite
-        if not bool(active.any()):
-            break
-        total = torch.where(active, losses, torch.zeros_like(losses)).sum()
-        grads = dict(zip(names, torch.autograd.grad(total, [params[n] for n in names])))
-        if not bool(active.all()):
-            # a diverged model keeps its last finite weights: no gradient, no step
-            grads = {n: torch.where(active.view(views[n]), gr, torch.zeros_like(gr))
-                     for n, gr in grads.items()}
-
-        with torch.no_grad():
-            if same_shape:
-                before = torch.stack([params[n] for n in w_names], 1).clone()
-                grad_t = torch.stack([grads[n] for n in w_names], 1).double()
-                grad_t = grad_t.flatten(2).norm(dim=2)               # (K, L), float64
-            else:
-                before = [params[n].clone() for n in w_names]
-                grad_t = torch.stack([grads[n].double().flatten(1).norm(dim=1)
-                                      for n in w_names], 1)
-            step_lr = lr0 * factor * active
-            if weight_decay:
-                # L2 on the gradient, as torch.optim does (after the gradient norms are read);
-                # a diverged model still gets no step
-                grads = {n: torch.where(active.view(views[n]),
-                                        gr.add(params[n], alpha=weight_decay), 0.0)
-                         for n, gr in grads.items()}
-            _step(optimizer, t + 1, params, grads, state1, state2,
-                  {n: step_lr.view(views[n]) for n in names}, adam_eps)
-            if same_shape:
-                after = torch.stack([params[n] for n in w_names], 1)
-                ratio_t = ((after - before).flatten(2).norm(dim=2)
-                           / before.flatten(2).norm(dim=2).clamp_min(1e-30))
-            else:
-                ratio_t = torch.stack([(params[n] - b).flatten(1).norm(dim=1)
-                                       / b.flatten(1).norm(dim=1).clamp_min(1e-30)
-                                       for n, b in zip(w_names, before)], 1)
-            if has_alpha:
-                pool = {**buffers, **params}
-                alpha_t = torch.stack([pool[n] for n in a_names], 1)
-            else:
-                alpha_t = torch.zeros_like(grad_t)
-            acc = (logits.argmax(2) == yb).float().mean(1)
-            row = torch.cat([losses.double()[:, None], acc.double()[:, None], grad_t,
-                             ratio_t.double(), alpha_t.double()], 1).cpu().numpy()
-        alive = active.cpu().numpy()
-        losses_h[alive, t], acc_h[alive, t] = row[alive, 0], row[alive, 1]
-        grads_h[alive, t] = row[alive, 2:2 + n_layers]
-        ratios_h[alive, t] = row[alive, 2 + n_layers:2 + 2 * n_layers]
-        alphas_h[alive, t] = row[alive, 2 + 2 * n_layers:]
-
-    with torch.no_grad():
-        for i, m in enumerate(models):
-            for n, p in m.named_parameters():
-                p.copy_(params[n][i])
-    for m, home in zip(models, homes):
-        m.to(home)  # trained on `device`, handed back where it was
-
-    return [History(loss=losses_h[i], accuracy=acc_h[i], grad_norms=grads_h[i],
-                    update_ratio=ratios_h[i], alphas=alphas_h[i], lr=lrs[i] * lr_h,
-                    diverged_at=diverged[i],
-                    meta=dict(steps=steps, lr=lrs[i], optimizer=optimizer,
-                              batch_size=batch_size, warmup=warmup, weight_decay=weight_decay,
-                              adam_eps=adam_eps, seed=seed, device=str(device),
-                              trained_together=k))
-            for i in range(k)]
-
-
-def _step(optimizer, t, params, grads, m, v, lr, adam_eps):
-    """One in-place update of every stacked parameter, with PyTorch's Adam / SGD arithmetic.
-
-    ``lr`` maps each parameter name to a learning rate that broadcasts against it (one per
-    model). The ``torch._foreach_*`` calls are the multi-tensor kernels ``torch.optim`` uses.
-    """
-    names = list(params)
-    p_, g_, m_, lr_ = ([d[n] for n in names] for d in (params, grads, m, lr))
-
-    if optimizer == "adam":
-        b1, b2 = _ADAM_BETAS
-        c1, c2 = 1 - b1 ** t, math.sqrt(1 - b2 ** t)
-        v_ = [v[n] for n in names]
-        torch._foreach_lerp_(m_, g_, 1 - b1)
-        torch._foreach_mul_(v_, b2)
-        torch._foreach_addcmul_(v_, g_, g_, value=1 - b2)
-        denom = torch._foreach_sqrt(v_)
-        torch._foreach_div_(denom, c2)
-        torch._foreach_add_(denom, adam_eps)
-        update = torch._foreach_div(m_, denom)
-        torch._foreach_mul_(update, [r / c1 for r in lr_])
-    else:
-        if t == 1:
-            torch._foreach_copy_(m_, g_)
-        else:
-            torch._foreach_mul_(m_, _MOMENTUM)
-            torch._foreach_add_(m_, g_)
-        update = torch._foreach_mul(m_, lr_)
-    torch._foreach_sub_(p_, update)
+    with _on(models, device):
+        trainee = _ManyModels(models, optimizer, lrs=lrs, weight_decay=recipe["weight_decay"],
+                              adam_eps=recipe["adam_eps"])
+        rows, factors, diverged = _fit(
+            trainee, X.to(device), y.to(device), steps=recipe["steps"], warmup=recipe["warmup"],
+            batch_size=recipe["batch_size"], seed=recipe["seed"], device=device,
+            columns=trainee.columns)
+        trainee.copy_to(models)
+    L = trainee.n_layers
+    return [History(loss=r[:, 0], accuracy=r[:, 1], grad_norms=r[:, 2:2 + L],
+                    update_ratio=r[:, 2 + L:2 + 2 * L], alphas=r[:, 2 + 2 * L:],
+                    lr=lr_i * factors, diverged_at=d,
+                    meta=dict(lr=lr_i, device=str(device), trained_together=len(models),
+                              **recipe))
+            for r, lr_i, d in zip(rows, lrs, diverged)]
 
 
 def train_together(models: Mapping, X: torch.Tensor, y: torch.Tensor, *, lr=1e-3,
@@ -290,33 +316,6 @@ def train_together(models: Mapping, X: torch.Tensor, y: torch.Tensor, *, lr=1e-3
     return {key: out[key] for key in models}
 
 
-def markdown_table(header: Sequence, rows: Sequence[Sequence]):
-    """Show a table as Markdown (rendered as a real table in Jupyter and on the site).
-
-    ``header`` is the list of column titles and ``rows`` a list of rows with one cell per column;
-    cells are turned into text with ``str`` (format numbers before passing them). Returns an
-    ``IPython.display.Markdown`` object: leave it last in a cell, or ``display`` it.
-    """
-    from IPython.display import Markdown
-
-    header = [str(h) for h in header]
-    if not header:
-        raise ValueError("header must name at least one column")
-    lines = ["| " + " | ".join(h.replace("|", "\\|") for h in header) + " |",
-             "|" + "|".join("---" for _ in header) + "|"]
-    for i, row in enumerate(rows):
-        cells = [str(c).replace("|", "\\|") for c in row]
-        if len(cells) != len(header):
-            raise ValueError(f"row {i} has {len(cells)} cells, the header has {len(header)}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return Markdown("\n".join(lines))
-
-
-def first_steps(history: History, steps: int) -> History:
-    """``history.first(steps)``; kept for notebooks written before :meth:`History.first`."""
-    return history.first(steps)
-
-
 def depth_sweep(make, families: Sequence, depths: Sequence[int], seeds: Sequence[int],
                 X: torch.Tensor, y: torch.Tensor, **train_kwargs):
     """Train ``make(family, depth, seed)`` for every combination and measure it on ``(X, y)``.
@@ -337,8 +336,6 @@ def depth_sweep(make, families: Sequence, depths: Sequence[int], seeds: Sequence
     ``(family, depth, seed)``, holding the trained models, their Histories, and their final
     training loss and accuracy on ``(X, y)``.
     """
-    from .train import accuracy, evaluate_loss
-
     families, depths, seeds = list(families), list(depths), list(seeds)
     for name, values in [("families", families), ("depths", depths), ("seeds", seeds)]:
         if not values:

@@ -34,12 +34,7 @@ from torch import nn
 from ._checks import choice, finite_float, positive_int
 from .models import seeded
 from .reproduce import default_device
-from .train import (
-    Record,
-    check_batch_size,
-    minibatch,
-    set_lr,
-)
+from .training import Record, _check_batch_size, _check_dtype, _evaluating, _fit, _on, _OneModel
 
 NORMS = ("pre", "post")
 TASKS = ("copy", "reverse", "sort")
@@ -279,51 +274,31 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
     Training stops early, leaving the rest of the history as NaN and setting ``diverged_at``, if
     the loss becomes NaN or infinite.
     """
+    from ._checks import seed as check_seed
+
     steps = positive_int("steps", steps)
     lr = finite_float("lr", lr, positive=True)
     warmup = positive_int("warmup", warmup, minimum=0)
+    seed = check_seed("seed", seed)
     if X.shape != Y.shape or X.dim() != 2:
         raise ValueError(f"X and Y must be (n, length) tensors of the same shape, "
                          f"got {tuple(X.shape)} and {tuple(Y.shape)}")
     if batch_size is None:
         raise ValueError("batch_size must be an integer >= 1, got None")
-    batch_size = check_batch_size(batch_size, len(X), "sequences")
-    if len(betas) != 2 or not all(0 <= finite_float("betas", b) < 1 for b in betas):
+    batch_size = _check_batch_size(batch_size, len(X), "sequences")
+    if (isinstance(betas, (str, bytes)) or not hasattr(betas, "__len__") or len(betas) != 2
+            or not all(0 <= finite_float("betas", b) < 1 for b in betas)):
         raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
-    if device is None:
-        device = default_device()
-    device = torch.device(device)
-    home = next(model.parameters()).device  # where the caller keeps the model
-    model.to(device)
-    X, Y = X.to(device), Y.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=tuple(betas))
-    g = torch.Generator().manual_seed(int(seed))
-    params = [p for p in model.parameters() if p.requires_grad]
-
-    loss_h, acc_h, grad_h = (np.full(steps, np.nan) for _ in range(3))
-    lr_h = np.zeros(steps)
-    diverged_at = None
-    model.train()
-    for t in range(steps):
-        lr_h[t] = set_lr(opt, lr, t, warmup)
-        xb, yb = minibatch(g, X, Y, batch_size, device)
-        logits = model(xb)
-        loss = nn.functional.cross_entropy(logits.flatten(0, 1), yb.flatten())
-        if not torch.isfinite(loss):
-            diverged_at = t
-            break
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        # float64: a vanishing gradient's squares would underflow in float32
-        grad = torch.stack([p.grad.double().norm() for p in params if p.grad is not None]).norm()
-        opt.step()
-        acc = (logits.argmax(-1) == yb).float().mean()
-        # one transfer to the host per step
-        row = torch.stack([loss.detach().double(), acc.double(), grad]).cpu().numpy()
-        loss_h[t], acc_h[t], grad_h[t] = row
-    model.to(home)  # trained on `device`, handed back where it was
-    return SeqHistory(loss=loss_h, accuracy=acc_h, grad_norm=grad_h, lr=lr_h,
-                      diverged_at=diverged_at,
+    _check_dtype(model, X)
+    device = default_device() if device is None else torch.device(device)
+    with _on([model], device):
+        trainee = _OneModel(model, "adam", lr=lr, betas=tuple(betas), record="total")
+        rows, factors, (diverged_at,) = _fit(
+            trainee, X.to(device), Y.to(device), steps=steps, warmup=warmup,
+            batch_size=batch_size, seed=seed, device=device, columns=trainee.columns)
+    rows = rows[0]
+    return SeqHistory(loss=rows[:, 0], accuracy=rows[:, 1], grad_norm=rows[:, 2],
+                      lr=lr * factors, diverged_at=diverged_at,
                       meta=dict(steps=steps, lr=lr, warmup=warmup, batch_size=batch_size,
                                 betas=tuple(betas), seed=seed, device=str(device)))
 
@@ -332,8 +307,7 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
 def sequence_accuracy(model: nn.Module, X: torch.Tensor, Y: torch.Tensor) -> tuple[float, float]:
     """``(token accuracy, whole-sequence accuracy)`` of ``model`` on ``(X, Y)``, in one batch."""
     device = next(model.parameters()).device
-    model.eval()
-    pred = model(X.to(device)).argmax(-1).cpu()
-    model.train()
+    with _evaluating(model):
+        pred = model(X.to(device)).argmax(-1).cpu()
     right = pred == Y.cpu()
     return float(right.float().mean()), float(right.all(dim=1).float().mean())

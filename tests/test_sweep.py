@@ -114,21 +114,11 @@ def test_bad_arguments_say_what_is_allowed():
 
 
 def test_markdown_table_has_one_line_per_row_and_escapes_bars():
-    table = sweep.markdown_table(["a", "b"], [[1, "x|y"], [2.5, "z"]])
+    table = dl.markdown_table(["a", "b"], [[1, "x|y"], [2.5, "z"]])
     lines = table.data.splitlines()
     assert lines == ["| a | b |", "|---|---|", "| 1 | x\\|y |", "| 2.5 | z |"]
     with pytest.raises(ValueError, match="row 0 has 1 cells"):
-        sweep.markdown_table(["a", "b"], [[1]])
-
-
-def test_the_first_steps_of_a_long_run_are_a_short_run():
-    long = dl.train(make(0), X, Y, steps=20, lr=3e-3, device="cpu")
-    short = dl.train(make(0), X, Y, steps=8, lr=3e-3, device="cpu")
-    cut = sweep.first_steps(long, 8)
-    assert cut.steps == 8 and cut.meta["steps"] == 8
-    assert_same_history(short, cut, rtol=1e-6)
-    with pytest.raises(ValueError, match="steps must be <="):
-        sweep.first_steps(long, 21)
+        dl.markdown_table(["a", "b"], [[1]])
 
 
 def test_depth_sweep_trains_and_measures_every_combination():

@@ -1,0 +1,371 @@
+"""A small, deterministic training loop that records what the course looks at.
+
+:func:`train` runs a fixed number of optimizer steps on a classification problem and returns a
+:class:`History` with, for every step: the loss and accuracy on the batch, the gradient norm of
+each block's weight matrix, the update-to-data ratio of each block (``||Delta W|| / ||W||``,
+Karpathy's favourite diagnostic) and each block's branch scale ``alpha``.
+
+There is one training loop, :func:`_fit`, shared by :func:`train`,
+:func:`depthlab.train_many` (many networks of one architecture at once) and
+:func:`depthlab.train_sequence` (sequence models). What differs between them is the thing the
+loop steps: one model with a ``torch.optim`` optimizer (:class:`_OneModel`, here), or ``K``
+models stacked and run together (``sweep._ManyModels``). Each step returns one row of numbers per
+model, copied to the host once.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._checks import choice, finite_float, positive_int
+from .reproduce import default_device
+
+OPTIMIZERS = ("adam", "sgd")
+MOMENTUM = 0.9  # SGD's momentum
+ADAM_BETAS = (0.9, 0.999)  # PyTorch's defaults
+
+
+def set_seed(seed: int = 0) -> None:
+    """Seed Python, NumPy and PyTorch (CPU and CUDA) so a notebook re-runs identically."""
+    from ._checks import seed as check_seed
+
+    seed = check_seed("seed", seed)
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+# ---------------------------------------------------------------- what training records
+
+
+class Record:
+    """What every training history shares: a per-step ``loss`` and ``diverged_at``."""
+
+    loss: np.ndarray
+    diverged_at: int | None
+
+    @property
+    def steps(self) -> int:
+        return len(self.loss)
+
+    def _last(self, last) -> int:
+        last = positive_int("last", last)
+        if last > self.steps:
+            raise ValueError(f"last must be <= the {self.steps} steps recorded, got {last}")
+        return last
+
+    def final_loss(self, last: int = 10) -> float:
+        """Mean loss over the last ``last`` steps (``inf`` if training diverged)."""
+        last = self._last(last)
+        if self.diverged_at is not None:
+            return math.inf
+        return float(np.mean(self.loss[-last:]))
+
+
+@dataclass
+class History(Record):
+    """What :func:`train` recorded; arrays have one row per step."""
+
+    loss: np.ndarray
+    accuracy: np.ndarray
+    grad_norms: np.ndarray        # (steps, L): ||dL/dW_l|| before each update
+    update_ratio: np.ndarray      # (steps, L): ||W_l(after) - W_l(before)|| / ||W_l(before)||
+    alphas: np.ndarray            # (steps, L): branch scales after each update
+    lr: np.ndarray                # (steps,): learning rate used at each step
+    diverged_at: int | None = None  # first step whose loss was not finite, if any
+    meta: dict = field(default_factory=dict)
+
+    def first(self, steps: int) -> History:
+        """The first ``steps`` steps of this history, as a History of their own.
+
+        Training is deterministic and, without warmup, has no schedule that depends on its
+        length, so the first ``n`` steps of a long run are what an ``n``-step run would have
+        recorded: a short run can be read off a long one instead of being trained again.
+        """
+        steps = positive_int("steps", steps)
+        if steps > self.steps:
+            raise ValueError(f"steps must be <= the {self.steps} steps recorded, got {steps}")
+        if self.meta.get("warmup"):
+            raise ValueError("a run with warmup has a schedule that depends on its length; "
+                             "its first steps are not a shorter run")
+        diverged = self.diverged_at
+        if diverged is not None and diverged >= steps:
+            diverged = None
+        return History(loss=self.loss[:steps], accuracy=self.accuracy[:steps],
+                       grad_norms=self.grad_norms[:steps], update_ratio=self.update_ratio[:steps],
+                       alphas=self.alphas[:steps], lr=self.lr[:steps], diverged_at=diverged,
+                       meta={**self.meta, "steps": steps})
+
+
+# ---------------------------------------------------------------- the loop and its helpers
+
+
+def _warmup_factor(t: int, warmup: int) -> float:
+    """Share of the peak learning rate at step ``t`` (0-based): a linear ramp over ``warmup``."""
+    return min(1.0, (t + 1) / warmup) if warmup else 1.0
+
+
+def _check_batch_size(batch_size, n: int, what: str = "examples"):
+    """``batch_size`` as an int in 1..n, or None (full batch); otherwise raise ValueError."""
+    if batch_size is None:
+        return None
+    batch_size = positive_int("batch_size", batch_size)
+    if batch_size > n:
+        raise ValueError(f"batch_size must be <= the number of {what} ({n}), got {batch_size}")
+    return batch_size
+
+
+def _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps, seed):
+    """Validate the arguments shared by the training functions; return them cleaned."""
+    from ._checks import seed as check_seed
+
+    steps = positive_int("steps", steps)
+    choice("optimizer", optimizer, OPTIMIZERS)
+    warmup = positive_int("warmup", warmup, minimum=0)
+    if len(X) != len(y):
+        raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
+    return dict(steps=steps, optimizer=optimizer, warmup=warmup,
+                batch_size=_check_batch_size(batch_size, len(X)),
+                weight_decay=finite_float("weight_decay", weight_decay, nonnegative=True),
+                adam_eps=finite_float("adam_eps", adam_eps, nonnegative=True),
+                seed=check_seed("seed", seed))
+
+
+def _check_dtype(model: nn.Module, X: torch.Tensor) -> None:
+    """Floating inputs must have the dtype of the model's parameters (float32 or float64)."""
+    dtype = next(model.parameters()).dtype
+    if X.is_floating_point() and X.dtype != dtype:
+        raise ValueError(f"X is {X.dtype} but the model's parameters are {dtype}: convert one "
+                         f"of them (X.to({dtype}), or model.to(X.dtype))")
+
+
+def _minibatch(generator: torch.Generator, X: torch.Tensor, y: torch.Tensor, batch_size, device):
+    """``batch_size`` rows drawn without replacement from the seeded ``generator``; all of
+    ``(X, y)`` when ``batch_size`` is None."""
+    if batch_size is None:
+        return X, y
+    idx = torch.randperm(len(X), generator=generator)[:batch_size].to(device)
+    return X[idx], y[idx]
+
+
+def _batch_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over every prediction: one per example, or one per token."""
+    return nn.functional.cross_entropy(logits.flatten(0, -2), y.flatten())
+
+
+def _batch_accuracy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return (logits.argmax(-1) == y).float().mean()
+
+
+def _branch_scales(model: nn.Module) -> list[torch.Tensor] | None:
+    """Each block's branch scale ``alpha`` (a parameter if learned, a buffer if fixed), or None
+    if the model's blocks have none."""
+    scales = [getattr(block, "alpha", None) for block in getattr(model, "blocks", [])]
+    if not scales or any(not isinstance(a, torch.Tensor) for a in scales):
+        return None
+    return scales
+
+
+def _fit(trainee, X, y, *, steps: int, warmup: int, batch_size, seed: int, device,
+         columns: int):
+    """The training loop: ``steps`` steps of ``trainee`` on minibatches of ``(X, y)``.
+
+    ``trainee.step(xb, yb, lr_factor)`` runs one step of each of its ``K`` models and returns
+    ``(rows, alive)``: a ``(K, columns)`` array of what the step recorded (loss and accuracy
+    first), and which models had a finite loss and were stepped. A model whose loss is not finite
+    stops there. Returns ``(rows (K, steps, columns), lr_factors (steps,), diverged_at)``: rows
+    of steps not taken are NaN.
+    """
+    k = trainee.k
+    g = torch.Generator().manual_seed(seed)
+    rows = np.full((k, steps, columns), np.nan)
+    factors = np.zeros(steps)
+    diverged: list[int | None] = [None] * k
+    for t in range(steps):
+        factors[t] = _warmup_factor(t, warmup)
+        xb, yb = _minibatch(g, X, y, batch_size, device)
+        row, alive = trainee.step(xb, yb, factors[t])
+        for i in range(k):
+            if not alive[i] and diverged[i] is None:
+                diverged[i] = t
+        if not alive.any():
+            break
+        rows[alive, t] = row[alive]
+    return rows, factors, diverged
+
+
+class _OneModel:
+    """One model stepped by a ``torch.optim`` optimizer: the reference arithmetic.
+
+    ``record`` chooses the columns after loss and accuracy: ``"layers"`` (per block: weight
+    gradient norm, update ratio, alpha), ``"total"`` (the norm of the whole gradient) or ``None``.
+    """
+
+    k = 1
+
+    def __init__(self, model, optimizer, *, lr, weight_decay=0.0, adam_eps=1e-8,
+                 betas=ADAM_BETAS, record="layers"):
+        self.model, self.lr, self.record = model, lr, record
+        if optimizer == "adam":
+            self.opt = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=adam_eps,
+                                        weight_decay=weight_decay)
+        else:
+            self.opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=MOMENTUM,
+                                       weight_decay=weight_decay)
+        if record == "layers":
+            self.weights = model.block_weights()
+            self.scales = _branch_scales(model)
+        self.params = [p for p in model.parameters() if p.requires_grad]
+
+    @property
+    def columns(self) -> int:
+        if self.record == "layers":
+            return 2 + 3 * len(self.weights)
+        return 3 if self.record == "total" else 2
+
+    def step(self, xb, yb, factor):
+        for group in self.opt.param_groups:
+            group["lr"] = self.lr * factor
+        logits = self.model(xb)
+        loss = _batch_loss(logits, yb)
+        if not torch.isfinite(loss):
+            return None, np.array([False])
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.record == "layers":
+            before = [w.detach().clone() for w in self.weights]
+            # float64 norms: squares of vanishing float32 gradients would underflow to zero
+            grad_t = torch.stack([w.grad.double().norm() for w in self.weights])
+        elif self.record == "total":
+            grads = [p.grad.double().norm() for p in self.params if p.grad is not None]
+            grad_t = torch.stack(grads).norm()[None]
+        self.opt.step()
+        row = [loss.detach(), _batch_accuracy(logits, yb)]
+        if self.record == "layers":
+            ratio_t = torch.stack([(w.detach() - b).norm() / b.norm().clamp_min(1e-30)
+                                   for w, b in zip(self.weights, before)])
+            alpha_t = (torch.stack([a.detach() for a in self.scales]) if self.scales
+                       else grad_t * 0)
+            row += [grad_t, ratio_t, alpha_t]
+        elif self.record == "total":
+            row.append(grad_t)
+        # one transfer to the host per step
+        return torch.cat([r.reshape(-1).double() for r in row]).cpu().numpy()[None], \
+            np.array([True])
+
+
+@contextmanager
+def _on(models, device):
+    """Move ``models`` to ``device`` in training mode; hand each back to its own device and
+    mode afterwards (a notebook keeps its data on the CPU)."""
+    homes = [(next(m.parameters()).device, m.training) for m in models]
+    for m in models:
+        m.to(device).train()
+    try:
+        yield
+    finally:
+        for m, (home, mode) in zip(models, homes):
+            m.to(home).train(mode)
+
+
+# ---------------------------------------------------------------- the public functions
+
+
+def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 200,
+          lr: float = 1e-3, optimizer: str = "adam", batch_size: int | None = None,
+          warmup: int = 0, weight_decay: float = 0.0, adam_eps: float = 1e-8, seed: int = 0,
+          device=None, record: bool = True) -> History:
+    """Train ``model`` on ``(X, y)`` with cross-entropy for ``steps`` steps and record a History.
+
+    Parameters
+    ----------
+    model:
+        A :class:`~depthlab.models.DeepMLP` (anything with ``blocks`` and ``block_weights()``).
+    X, y:
+        Inputs (float32, or float64 for a float64 model) and integer class labels.
+    steps:
+        Number of optimizer steps, >= 1.
+    lr:
+        Peak learning rate, > 0.
+    optimizer:
+        ``"adam"`` or ``"sgd"`` (with momentum 0.9).
+    batch_size:
+        Minibatch size, drawn without replacement each step from a seeded generator; ``None``
+        uses the full data set every step.
+    warmup:
+        Number of steps over which the learning rate rises linearly from ``lr / warmup`` to ``lr``.
+    weight_decay:
+        L2 penalty, >= 0: ``weight_decay * W`` is added to the gradient of every parameter before
+        the optimizer uses it (as ``torch.optim.SGD`` and ``torch.optim.Adam`` do; not AdamW).
+    adam_eps:
+        Adam's epsilon, >= 0, added to the root of its second-moment estimate (PyTorch's default
+        1e-8). Near 0 (in float64) Adam's step no longer shrinks for tiny gradients.
+    seed:
+        Seed for the minibatch order (an integer >= 0).
+    device:
+        Where to train; default :func:`default_device`. The model is moved there for training
+        and back to its own device afterwards, so a notebook can keep its data on the CPU.
+    record:
+        Record per-layer gradient norms, update ratios and alphas (slightly slower); with
+        ``False`` those arrays stay NaN, and the loss and accuracy are the same.
+
+    Training stops early, with the rest of the history filled with NaN and ``diverged_at`` set,
+    if the loss becomes NaN or infinite. The model is left in the mode (train or eval) it had.
+    """
+    recipe = _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps,
+                           seed)
+    lr = finite_float("lr", lr, positive=True)
+    if not isinstance(record, bool):
+        raise ValueError(f"record must be True or False, got {record!r}")
+    _check_dtype(model, X)
+    device = default_device() if device is None else torch.device(device)
+    L = len(model.blocks)
+    with _on([model], device):
+        trainee = _OneModel(model, optimizer, lr=lr, weight_decay=recipe["weight_decay"],
+                            adam_eps=recipe["adam_eps"], record="layers" if record else None)
+        rows, factors, (diverged_at,) = _fit(
+            trainee, X.to(device), y.to(device), steps=recipe["steps"], warmup=recipe["warmup"],
+            batch_size=recipe["batch_size"], seed=recipe["seed"], device=device,
+            columns=trainee.columns)
+    rows = rows[0]
+    layers = rows[:, 2:] if record else np.full((recipe["steps"], 3 * L), np.nan)
+    return History(loss=rows[:, 0], accuracy=rows[:, 1], grad_norms=layers[:, :L],
+                   update_ratio=layers[:, L:2 * L], alphas=layers[:, 2 * L:], lr=lr * factors,
+                   diverged_at=diverged_at, meta=dict(lr=lr, device=str(device), **recipe))
+
+
+@contextmanager
+def _evaluating(model: nn.Module):
+    """Eval mode inside, the model's own mode afterwards."""
+    mode = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(mode)
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
+    """Fraction of ``X`` that ``model`` classifies correctly (evaluated in one batch, in eval
+    mode; the model keeps the mode it had)."""
+    device = next(model.parameters()).device
+    with _evaluating(model):
+        pred = model(X.to(device)).argmax(1).cpu()
+    return float((pred == y.cpu()).float().mean())
+
+
+@torch.no_grad()
+def evaluate_loss(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
+    """Mean cross-entropy of ``model`` on ``(X, y)`` (evaluated in one batch, in eval mode; the
+    model keeps the mode it had)."""
+    device = next(model.parameters()).device
+    with _evaluating(model):
+        return nn.functional.cross_entropy(model(X.to(device)), y.to(device)).item()
