@@ -1,8 +1,20 @@
 """depthlab: the plumbing shared by the notebooks of the course on residual connections.
 
 The concept each chapter teaches is written out in the notebook; what is here is the machinery
-around it (models with switchable residuals, normalization and scaling; probes; a training loop;
-generated data; plot style; interactive panels and their no-kernel twins).
+around it, and every name below is available as ``dl.<name>`` after ``import depthlab as dl``:
+
+* ``models``: :class:`Block` and :class:`DeepMLP`, with switchable residuals, normalization
+  and branch scale; ``transformer``: :class:`TinyTransformer` and its sequence tasks;
+* ``probes``: what flows through a network (:class:`Probe`, Jacobians, gradient norms);
+* ``training``: :func:`train` and its :class:`History`; ``sweep``: :func:`train_many`,
+  :func:`train_together` and :func:`depth_sweep`, which train many networks at once;
+* ``data``: generated data sets; ``plots``: the figure style, colours and
+  :func:`markdown_table`; ``twin``: interactive panels and their no-kernel twins;
+* ``report`` and ``reproduce``: glued numbers, seeds, devices and checked conclusions;
+* ``paths`` and ``memory`` (imported as modules): the path expansion of Chapter 3 and the
+  activation-memory meter of Chapter 6.
+
+Maintainer tooling (executing and timing notebooks) lives in ``tools/``, not here.
 """
 
 from .data import spirals, split, two_spirals

@@ -13,9 +13,11 @@ plain, pre-LN      ``x_next = F(LN(x))``
 plain, post-LN     ``x_next = LN(F(x))``
 =================  =================================================
 
-``alpha`` is the branch scale (a fixed number, ``"1/sqrt(L)"``, a learned scalar, or ReZero's
-learned scalar that starts at 0); ``lam`` is the shortcut scale (1 unless you are studying why
-scaling the shortcut is a bad idea).
+``alpha`` is the branch scale: a fixed number; ``"1/sqrt(L)"``, fixed at ``1/sqrt(L)``;
+``"learned"``, a learnable scalar per block that *starts at* ``1/sqrt(L)``, so that a learned and
+a fixed ``1/sqrt(L)`` network are the same network until training moves alpha; or ``"rezero"``,
+a learnable scalar that starts at 0 (Bachlechner et al. 2020). ``lam`` is the shortcut scale (1
+unless you are studying why scaling the shortcut is a bad idea).
 
 A :class:`DeepMLP` is ``u -> x_0 = W_in u -> L blocks -> logits = W_out x_L`` (with a final
 LayerNorm before the head when the blocks are pre-norm, as in pre-norm transformers).
@@ -107,11 +109,13 @@ class Block(nn.Module):
         ``"none"``, ``"pre"`` (LayerNorm inside the branch) or ``"post"`` (LayerNorm after the sum).
     alpha:
         Branch scale: a number >= 0, ``"1/sqrt(L)"``, ``"learned"`` (a learnable scalar starting at
-        ``1/sqrt(L)``) or ``"rezero"`` (a learnable scalar starting at 0).
+        ``1/sqrt(L)``, the value of the fixed scale) or ``"rezero"`` (a learnable scalar starting
+        at 0). ``model.alphas()`` reads the current values.
     shortcut:
         Shortcut scale ``lam`` > 0 (residual blocks only).
     projection:
-        Use ``W_s x`` as the shortcut (a bias-free linear map), needed when widths differ.
+        ``True`` to use ``W_s x`` as the shortcut (a bias-free linear map), needed when widths
+        differ; ``False`` for the identity.
     depth:
         The ``L`` used by ``"1/sqrt(L)"`` and ``"learned"``.
     init, activation:
@@ -134,8 +138,9 @@ class Block(nn.Module):
         width = positive_int("width", width)
         out_width = width if out_width is None else positive_int("out_width", out_width)
         depth = positive_int("depth", depth)
-        if not isinstance(residual, bool):
-            raise ValueError(f"residual must be True or False, got {residual!r}")
+        for name, flag in (("residual", residual), ("projection", projection)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name} must be True or False, got {flag!r}")
         choice("norm", norm, NORMS)
         choice("activation", activation, ACTIVATIONS)
         shortcut = finite_float("shortcut", shortcut, positive=True)

@@ -25,15 +25,20 @@ class Probe:
         probe.activation_stats()      # per-layer mean, std and RMS of x_1 .. x_L
         probe.stream_grad_norms()     # per-layer ||dL/dx_l||
 
-    The hooks are removed when the ``with`` block ends.
+    The hooks are removed when the ``with`` block ends. Each ``with`` block records a pass of its
+    own: ``with probe:`` again hooks the same blocks anew and forgets the previous pass.
     """
 
     def __init__(self, model: nn.Module, modules=None):
-        modules = list(model.blocks if modules is None else modules)
-        if not modules:
+        self._modules = list(model.blocks if modules is None else modules)
+        if not self._modules:
             raise ValueError("Probe needs a model with at least one block (model.blocks is empty)")
         self.outputs: list[torch.Tensor] = []
-        self._handles = [m.register_forward_hook(self._keep) for m in modules]
+        self._handles = []
+        self._attach()
+
+    def _attach(self) -> None:
+        self._handles = [m.register_forward_hook(self._keep) for m in self._modules]
 
     def _keep(self, module, inputs, output):
         if output.requires_grad:
@@ -41,6 +46,9 @@ class Probe:
         self.outputs.append(output)
 
     def __enter__(self):
+        if not self._handles:  # a second `with`: the first one removed the hooks
+            self._attach()
+        self.outputs = []
         return self
 
     def __exit__(self, *exc):
@@ -52,11 +60,18 @@ class Probe:
             h.remove()
         self._handles = []
 
-    def activation_stats(self) -> dict[str, np.ndarray]:
-        """Mean, standard deviation and root-mean-square of each recorded output, per layer."""
+    def _recorded(self) -> list[torch.Tensor]:
         if not self.outputs:
             raise ValueError("no forward pass was recorded: run the model inside the Probe first")
-        xs = [x.detach().float() for x in self.outputs]
+        if len(self.outputs) != len(self._modules):
+            raise ValueError(f"the Probe recorded {len(self.outputs)} block outputs from "
+                             f"{len(self._modules)} blocks: run exactly one forward pass inside "
+                             "each `with probe:` block")
+        return self.outputs
+
+    def activation_stats(self) -> dict[str, np.ndarray]:
+        """Mean, standard deviation and root-mean-square of each recorded output, per layer."""
+        xs = [x.detach().float() for x in self._recorded()]
         return {
             "mean": np.array([x.mean().item() for x in xs]),
             "std": np.array([x.std().item() for x in xs]),
@@ -65,7 +80,7 @@ class Probe:
 
     def stream_grad_norms(self) -> np.ndarray:
         """``||dL/dx_l||`` (Frobenius norm over the batch) for each recorded output."""
-        if not self.outputs or self.outputs[0].grad is None:
+        if self._recorded()[0].grad is None:
             raise ValueError("no gradients were recorded: call loss.backward() inside the Probe")
         # float64: in a vanishing network the entries are ~1e-24 and their squares underflow float32
         return np.array([x.grad.double().norm().item() for x in self.outputs])

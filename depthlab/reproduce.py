@@ -6,8 +6,9 @@ verdict rests on, each with ``holds`` or ``FAILS``, and glues them for ``make be
 
 * ``make test`` (nbval) re-runs every lab at seed 0 on the CPU and compares the printed lines
   with the committed ones, so a change that breaks a conclusion fails the tests;
-* ``make bench`` re-runs every lab with ``DEPTHLAB_SEED=1`` and ``DEPTHLAB_SEED=2`` and reports
-  whether each conclusion holds for all three seeds.
+* ``make bench`` (``tools/bench.py``) re-runs every notebook that checks conclusions with
+  ``DEPTHLAB_SEED=1`` and ``DEPTHLAB_SEED=2`` and reports whether each conclusion holds for all
+  three seeds.
 
 Environment variables (both optional):
 

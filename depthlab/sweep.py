@@ -41,6 +41,7 @@ from .training import (
     History,
     _branch_scales,
     _check_dtype,
+    _check_model,
     _check_recipe,
     _fit,
     _on,
@@ -253,6 +254,8 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
     models = list(models)
     if not models:
         raise ValueError("models must hold at least one model")
+    for m in models:
+        _check_model(m)
     keys = {architecture_key(m) for m in models}
     if len(keys) != 1:
         raise ValueError("train_many needs models of one architecture (same depth, width, "

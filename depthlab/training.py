@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from ._checks import choice, finite_float, positive_int
+from ._checks import seed as check_seed
 from .reproduce import default_device
 
 OPTIMIZERS = ("adam", "sgd")
@@ -34,8 +35,6 @@ ADAM_BETAS = (0.9, 0.999)  # PyTorch's defaults
 
 def set_seed(seed: int = 0) -> None:
     """Seed Python, NumPy and PyTorch (CPU and CUDA) so a notebook re-runs identically."""
-    from ._checks import seed as check_seed
-
     seed = check_seed("seed", seed)
     random.seed(seed)
     np.random.seed(seed)
@@ -124,8 +123,6 @@ def _check_batch_size(batch_size, n: int, what: str = "examples"):
 
 def _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps, seed):
     """Validate the arguments shared by the training functions; return them cleaned."""
-    from ._checks import seed as check_seed
-
     steps = positive_int("steps", steps)
     choice("optimizer", optimizer, OPTIMIZERS)
     warmup = positive_int("warmup", warmup, minimum=0)
@@ -136,6 +133,14 @@ def _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam
                 weight_decay=finite_float("weight_decay", weight_decay, nonnegative=True),
                 adam_eps=finite_float("adam_eps", adam_eps, nonnegative=True),
                 seed=check_seed("seed", seed))
+
+
+def _check_model(model) -> None:
+    """Training records per-block numbers: the model needs ``blocks`` and ``block_weights()``."""
+    if not isinstance(model, nn.Module) or not hasattr(model, "blocks") or not callable(
+            getattr(model, "block_weights", None)):
+        raise ValueError(f"the model must be an nn.Module with `blocks` and `block_weights()`, "
+                         f"such as dl.DeepMLP; got {type(model).__name__}")
 
 
 def _check_dtype(model: nn.Module, X: torch.Tensor) -> None:
@@ -319,6 +324,7 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     Training stops early, with the rest of the history filled with NaN and ``diverged_at`` set,
     if the loss becomes NaN or infinite. The model is left in the mode (train or eval) it had.
     """
+    _check_model(model)
     recipe = _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps,
                            seed)
     lr = finite_float("lr", lr, positive=True)

@@ -32,13 +32,14 @@ import torch
 from torch import nn
 
 from ._checks import choice, finite_float, positive_int
+from ._checks import seed as check_seed
 from .models import seeded
 from .reproduce import default_device
 from .training import Record, _check_batch_size, _check_dtype, _evaluating, _fit, _on, _OneModel
 
-NORMS = ("pre", "post")
+TRANSFORMER_NORMS = ("pre", "post")  # where a transformer block's LayerNorms sit
+TRANSFORMER_INITS = ("xavier", "default")
 TASKS = ("copy", "reverse", "sort")
-INITS = ("xavier", "default")
 
 
 def _check_heads(d_model: int, n_heads: int) -> None:
@@ -79,8 +80,8 @@ class TransformerBlock(nn.Module):
         n_heads = positive_int("n_heads", n_heads)
         _check_heads(d_model, n_heads)
         d_ff = 2 * d_model if d_ff is None else positive_int("d_ff", d_ff)
-        self.norm_position = choice("norm", norm, NORMS)
-        choice("init", init, INITS)
+        self.norm_position = choice("norm", norm, TRANSFORMER_NORMS)
+        choice("init", init, TRANSFORMER_INITS)
         self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
         self.ff1 = nn.Linear(d_model, d_ff)
         self.ff2 = nn.Linear(d_ff, d_model)
@@ -150,7 +151,7 @@ class TinyTransformer(nn.Module):
         seq_len = positive_int("seq_len", seq_len)
         depth = positive_int("depth", depth)
         d_model = positive_int("d_model", d_model)
-        self.norm_position = choice("norm", norm, NORMS)
+        self.norm_position = choice("norm", norm, TRANSFORMER_NORMS)
         self.config = dict(vocab=vocab, seq_len=seq_len, depth=depth, d_model=d_model,
                            n_heads=n_heads, d_ff=d_ff, norm=norm, init=init)
         self.embed = nn.Embedding(vocab, d_model)
@@ -213,7 +214,7 @@ def sequence_task(n: int, *, kind: str = "sort", length: int = 8, vocab: int = 1
     choice("kind", kind, TASKS)
     length = positive_int("length", length, minimum=2)
     vocab = positive_int("vocab", vocab, minimum=2)
-    g = torch.Generator().manual_seed(int(seed))
+    g = torch.Generator().manual_seed(check_seed("seed", seed))
     X = torch.randint(0, vocab, (n, length), generator=g)
     if kind == "copy":
         Y = X.clone()
@@ -237,6 +238,7 @@ class SeqHistory(Record):
 
     def final_accuracy(self, last: int = 10) -> float:
         """Mean token accuracy over the last ``last`` steps (0 if training diverged)."""
+        last = self._last(last)
         if self.diverged_at is not None:
             return 0.0
         return float(np.mean(self.accuracy[-last:]))
@@ -274,8 +276,6 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
     Training stops early, leaving the rest of the history as NaN and setting ``diverged_at``, if
     the loss becomes NaN or infinite.
     """
-    from ._checks import seed as check_seed
-
     steps = positive_int("steps", steps)
     lr = finite_float("lr", lr, positive=True)
     warmup = positive_int("warmup", warmup, minimum=0)

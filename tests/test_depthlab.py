@@ -48,13 +48,37 @@ def test_residual_block_computes_shortcut_plus_scaled_branch():
     torch.testing.assert_close(block(x), expected)
 
 
-def test_norm_placements_follow_their_formulas():
-    torch.manual_seed(0)
-    x = torch.randn(5, 8)
-    pre = dl.Block(8, norm="pre")
-    torch.testing.assert_close(pre(x), x + pre.linear(torch.relu(pre.norm(x))))
-    post = dl.Block(8, norm="post")
-    torch.testing.assert_close(post(x), post.norm(x + post.linear(torch.relu(x))))
+@pytest.mark.parametrize("residual, norm", [(r, n) for r in (True, False)
+                                             for n in ("none", "pre", "post")])
+def test_every_row_of_the_block_table_computes_its_formula(residual, norm):
+    block = dl.Block(8, residual=residual, norm=norm, alpha=0.5 if residual else 1.0, seed=0)
+    with torch.no_grad():  # LayerNorm's gamma and beta away from 1 and 0, so that they count
+        if block.norm is not None:
+            block.norm.weight.uniform_(0.5, 1.5)
+            block.norm.bias.uniform_(-0.5, 0.5)
+    x = 3 * torch.randn(5, 8, generator=torch.Generator().manual_seed(1)) + 1
+
+    def LN(v):
+        mu, var = v.mean(-1, keepdim=True), v.var(-1, unbiased=False, keepdim=True)
+        return block.norm.weight * (v - mu) / torch.sqrt(var + 1e-5) + block.norm.bias
+
+    def F(v):
+        return v @ block.linear.weight.T + block.linear.bias
+
+    branch_input = LN(x) if norm == "pre" else x
+    y = F(torch.relu(branch_input))
+    if residual:
+        y = x + 0.5 * y
+    expected = LN(y) if norm == "post" else y
+    torch.testing.assert_close(block(x), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_tanh_blocks_use_tanh_in_the_branch():
+    block = dl.Block(8, activation="tanh", alpha=0.5, seed=0)
+    x = 2 * torch.randn(4, 8)
+    torch.testing.assert_close(block(x), x + 0.5 * block.linear(torch.tanh(x)))
+    model = dl.DeepMLP(3, 8, activation="tanh", seed=0)
+    assert all(isinstance(b.phi, nn.Tanh) for b in model.blocks)
 
 
 def test_one_over_sqrt_depth_and_learned_alpha_start_at_one_over_sqrt_depth():
@@ -73,10 +97,21 @@ def test_he_init_has_the_he_variance():
     assert torch.count_nonzero(block.linear.bias) == 0
 
 
-def test_default_init_has_pytorchs_variance():
-    torch.manual_seed(0)
-    block = dl.Block(512, init="default")
-    assert block.linear.weight.var().item() == pytest.approx(1 / (3 * 512), rel=0.02)
+def test_default_init_leaves_the_layer_as_pytorch_built_it():
+    layer = nn.Linear(16, 16)
+    weight, bias = layer.weight.detach().clone(), layer.bias.detach().clone()
+    dl.init_linear(layer, "default")
+    assert torch.equal(layer.weight, weight) and torch.equal(layer.bias, bias)
+
+
+def test_orthogonal_init_is_sqrt2_times_an_orthogonal_matrix():
+    block = dl.Block(64, init="orthogonal", seed=0)
+    W = block.linear.weight.detach().double()
+    torch.testing.assert_close(W.T @ W, 2 * torch.eye(64, dtype=torch.float64), atol=1e-5,
+                               rtol=0)
+    assert torch.count_nonzero(block.linear.bias) == 0
+    # norm-preserving up to the ReLU gain: every direction is scaled by exactly sqrt(2)
+    np.testing.assert_allclose(torch.linalg.svdvals(W).numpy(), math.sqrt(2), rtol=1e-5)
 
 
 def test_projection_shortcut_changes_width():
@@ -110,6 +145,15 @@ def test_bad_model_arguments_say_what_is_allowed(kwargs, message):
 def test_mismatched_widths_need_a_projection():
     with pytest.raises(ValueError, match="matching widths, got 8 -> 4; pass projection=True"):
         dl.Block(8, 4)
+
+
+@pytest.mark.parametrize("flag", ["no", 1, None])
+def test_projection_and_residual_must_be_true_or_false(flag):
+    with pytest.raises(ValueError, match=f"projection must be True or False, got {flag!r}"):
+        dl.Block(8, projection=flag)
+    with pytest.raises(ValueError, match=f"residual must be True or False, got {flag!r}"):
+        dl.Block(8, residual=flag)
+    assert dl.Block(8, projection=False).proj is None
 
 
 # ---------------------------------------------------------------- probes
@@ -154,6 +198,34 @@ def test_probe_without_backward_is_a_clear_error():
         model(torch.zeros(1, 2))
     with pytest.raises(ValueError, match="call loss.backward"):
         probe.stream_grad_norms()
+
+
+def test_each_with_block_records_a_pass_of_its_own():
+    model = dl.DeepMLP(4, 8, seed=0)
+    u, y = batch(16)
+    probe = dl.Probe(model)
+    with probe:
+        model(u)
+    first = probe.activation_stats()["rms"]
+    with probe:  # hooks again, forgets the first pass
+        nn.functional.cross_entropy(model(2 * u), y).backward()
+    with dl.Probe(model) as fresh:
+        nn.functional.cross_entropy(model(2 * u), y).backward()
+    np.testing.assert_array_equal(probe.activation_stats()["rms"],
+                                  fresh.activation_stats()["rms"])
+    np.testing.assert_array_equal(probe.stream_grad_norms(), fresh.stream_grad_norms())
+    assert not np.allclose(first, fresh.activation_stats()["rms"])
+    assert all(len(b._forward_hooks) == 0 for b in model.blocks)
+
+
+def test_two_passes_inside_one_probe_are_a_clear_error():
+    model = dl.DeepMLP(3, 8, seed=0)
+    with dl.Probe(model) as probe:
+        model(torch.zeros(2, 2))
+        model(torch.ones(2, 2))
+    with pytest.raises(ValueError, match="recorded 6 block outputs from 3 blocks: run exactly one "
+                                         "forward pass"):
+        probe.activation_stats()
 
 
 def test_jacobian_singular_values_of_a_linear_map():
@@ -236,14 +308,115 @@ def test_warmup_ramps_the_learning_rate():
         (dict(steps=0), "steps must be an integer >= 1"),
         (dict(lr=-1.0), "lr must be > 0"),
         (dict(lr=float("nan")), "lr must be a finite number"),
-        (dict(optimizer="rmsprop"), "optimizer must be one of 'adam', 'sgd'"),
-        (dict(batch_size=10_000), "batch_size must be <="),
+        (dict(optimizer="rmsprop"), "optimizer must be one of 'adam', 'sgd'; got 'rmsprop'"),
+        (dict(batch_size=10_000), r"batch_size must be <= the number of examples \(32\)"),
+        (dict(batch_size=0), "batch_size must be an integer >= 1, got 0"),
+        (dict(warmup=-1), "warmup must be an integer >= 0, got -1"),
+        (dict(weight_decay=-0.1), "weight_decay must be >= 0, got -0.1"),
+        (dict(adam_eps=float("nan")), "adam_eps must be a finite number, got nan"),
+        (dict(adam_eps=-1e-8), "adam_eps must be >= 0"),
     ],
 )
 def test_bad_training_arguments_say_what_is_allowed(kwargs, message):
     X, y = dl.two_spirals(32)
     with pytest.raises(ValueError, match=message):
         dl.train(dl.DeepMLP(2, 4), X, y, **kwargs)
+
+
+def test_record_false_trains_the_same_network():
+    X, y = dl.two_spirals(64, seed=0)
+    runs = [dl.train(dl.DeepMLP(3, 8, seed=0), X, y, steps=15, batch_size=16, record=r,
+                     device="cpu") for r in (True, False)]
+    np.testing.assert_array_equal(runs[0].loss, runs[1].loss)
+    np.testing.assert_array_equal(runs[0].accuracy, runs[1].accuracy)
+    assert np.isnan(runs[1].grad_norms).all() and runs[1].grad_norms.shape == (15, 3)
+    with pytest.raises(ValueError, match="record must be True or False, got 'no'"):
+        dl.train(dl.DeepMLP(2, 4), X, y, record="no")
+
+
+@pytest.mark.parametrize("last, message", [(0, "last must be an integer >= 1, got 0"),
+                                           (-3, "last must be an integer >= 1, got -3"),
+                                           (2.5, "last must be an integer >= 1"),
+                                           (11, "last must be <= the 10 steps recorded, got 11")])
+def test_final_loss_needs_a_number_of_steps_that_were_recorded(last, message):
+    X, y = dl.two_spirals(32, seed=0)
+    h = dl.train(dl.DeepMLP(2, 4, seed=0), X, y, steps=10, device="cpu")
+    assert h.final_loss(3) == pytest.approx(h.loss[-3:].mean())
+    with pytest.raises(ValueError, match=message):
+        h.final_loss(last)
+
+
+def tiny_classifier():
+    """A 1-block network whose logits are easy to compute by hand: (u0 + u1, -(u0 + u1))."""
+    model = dl.DeepMLP(1, 2, in_dim=2, out_dim=2, alpha="rezero", seed=0)
+    with torch.no_grad():
+        model.embed.weight.copy_(torch.eye(2))
+        model.embed.bias.zero_()
+        model.head.weight.copy_(torch.tensor([[1.0, 1.0], [-1.0, -1.0]]))
+        model.head.bias.zero_()
+    return model
+
+
+def test_accuracy_and_evaluate_loss_values():
+    model = tiny_classifier()
+    X = torch.tensor([[1.0, 0.0], [0.5, 0.5], [-1.0, -1.0], [-0.2, 0.0]])
+    y = torch.tensor([0, 1, 1, 0])
+    # logit margins s = u0 + u1: 1, 1, -2, -0.2 -> predicted classes 0, 0, 1, 1
+    assert dl.accuracy(model, X, y) == 0.5
+    s = X.sum(1)
+    # cross-entropy of logits (s, -s): log(1 + exp(-2s)) for class 0, log(1 + exp(2s)) for 1
+    sign = torch.where(y == 0, -2.0, 2.0)
+    expected = torch.log1p(torch.exp(sign * s)).mean().item()
+    assert dl.evaluate_loss(model, X, y) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("measure", [dl.accuracy, dl.evaluate_loss])
+def test_evaluation_leaves_the_model_in_the_mode_it_had(measure):
+    model = tiny_classifier()
+    X, y = torch.zeros(3, 2), torch.zeros(3, dtype=torch.long)
+    seen = []
+    model.register_forward_pre_hook(lambda m, args: seen.append(m.training))
+    for mode in (False, True):
+        model.train(mode)
+        measure(model, X, y)
+        assert model.training is mode
+    assert seen == [False, False]  # and it evaluated in eval mode both times
+
+
+def test_training_hands_the_model_back_on_its_device_and_in_its_mode():
+    class Spy(dl.DeepMLP):
+        def to(self, *args, **kwargs):
+            self.moves.append(torch.device(args[0]) if args else kwargs.get("device"))
+            return super().to(*args, **kwargs)
+
+    X, y = dl.two_spirals(32, seed=0)
+    for fit in (dl.train, lambda m, *a, **k: dl.train_many([m], *a, **k)[0]):
+        model = Spy(2, 4, seed=0)
+        model.moves = []
+        model.eval()
+        fit(model, X, y, steps=2, device="cpu")
+        assert model.moves[0] == torch.device("cpu")      # moved to where it trains
+        assert model.moves[-1] == torch.device("cpu")     # and back to where it was
+        assert model.training is False
+        assert next(model.parameters()).device.type == "cpu"
+
+
+def test_a_model_without_blocks_is_a_clear_error():
+    X, y = dl.two_spirals(8, seed=0)
+    for fit in (dl.train, lambda m, *a, **k: dl.train_many([m], *a, **k)):
+        with pytest.raises(ValueError, match=r"the model must be an nn.Module with `blocks` and "
+                                             r"`block_weights\(\)`, such as dl.DeepMLP; got Linear"):
+            fit(nn.Linear(2, 2), X, y, steps=1, device="cpu")
+
+
+def test_data_of_another_dtype_than_the_model_is_a_clear_error():
+    X, y = dl.two_spirals(32, seed=0)
+    with pytest.raises(ValueError, match=r"X is torch.float64 but the model's parameters are "
+                                         r"torch.float32: convert one"):
+        dl.train(dl.DeepMLP(2, 4), X.double(), y, steps=1, device="cpu")
+    with pytest.raises(ValueError, match="X is torch.float32 but the model's parameters are "
+                                         "torch.float64"):
+        dl.train_many([dl.DeepMLP(2, 4).double()], X, y, steps=1, device="cpu")
 
 
 def test_spirals_are_seeded_balanced_and_bounded():
@@ -258,10 +431,51 @@ def test_spirals_are_seeded_balanced_and_bounded():
 
 
 def test_split_partitions_the_data():
-    X, y = dl.two_spirals(100)
-    Xtr, ytr, Xte, yte = dl.split(X, y, test_fraction=0.2)
+    X = torch.arange(200.0).reshape(100, 2)  # every row distinct, so rows can be traced
+    y = torch.arange(100) % 3
+    Xtr, ytr, Xte, yte = dl.split(X, y, test_fraction=0.2, seed=4)
     assert len(Xtr) == 80 and len(Xte) == 20
-    assert torch.equal(torch.sort(torch.cat([ytr, yte])).values, torch.sort(y).values)
+    rows = {int(r[0]) // 2 for r in torch.cat([Xtr, Xte])}
+    assert rows == set(range(100))  # every example once: disjoint and complete
+    for Xs, ys in [(Xtr, ytr), (Xte, yte)]:  # labels travel with their inputs
+        assert torch.equal(ys, (Xs[:, 0] // 2).long() % 3)
+    assert sorted(int(r[0]) // 2 for r in Xte) != list(range(20))  # shuffled
+    again = dl.split(X, y, test_fraction=0.2, seed=4)
+    assert torch.equal(again[2], Xte)
+
+
+@pytest.mark.parametrize("n, fraction, message", [
+    (2, 0.75, "leaves no training example"),
+    (10, 0.99, "leaves no training example"),
+    (1, 0.5, "at least 2 examples"),
+    (10, 1.0, "strictly between 0 and 1"),
+])
+def test_split_never_returns_an_empty_set(n, fraction, message):
+    X, y = torch.zeros(n, 2), torch.zeros(n, dtype=torch.long)
+    with pytest.raises(ValueError, match=message):
+        dl.split(X, y, test_fraction=fraction)
+    if n == 10 and fraction < 1:
+        assert len(dl.split(X, y, test_fraction=0.9)[0]) == 1
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: dl.spirals(10, seed=s),
+    lambda s: dl.split(torch.zeros(4, 2), torch.zeros(4), seed=s),
+    lambda s: dl.sequence_task(4, seed=s),
+    lambda s: dl.set_seed(s),
+    lambda s: dl.DeepMLP(2, 4, seed=s),
+    lambda s: dl.train(dl.DeepMLP(2, 4), *dl.two_spirals(8), steps=1, seed=s, device="cpu"),
+    lambda s: dl.train_many([dl.DeepMLP(2, 4)], *dl.two_spirals(8), steps=1, seed=s,
+                            device="cpu"),
+    lambda s: dl.train_sequence(dl.TinyTransformer(4, 4, 1, d_model=8, n_heads=2),
+                                *dl.sequence_task(8, length=4, vocab=4), steps=1, batch_size=4,
+                                seed=s, device="cpu"),
+])
+@pytest.mark.parametrize("seed", [1.7, "a", -1, True])
+def test_every_seed_must_be_a_non_negative_integer(call, seed):
+    with pytest.raises(ValueError, match=f"seed must be an integer >= 0 such as 0, 1 or 2, got "
+                                         f"{seed!r}"):
+        call(seed)
 
 
 # ---------------------------------------------------------------- twins
@@ -309,53 +523,49 @@ def test_scrubber_frames_are_palette_pngs_much_smaller_than_full_colour():
     assert len(frame) < 0.6 * len(full.getvalue())
 
 
-def test_colors_have_clear_errors():
-    assert dl.color("residual") == dl.COLORS["residual"]
-    with pytest.raises(ValueError, match="unknown colour name"):
+def test_every_course_colour_is_a_colour_and_unknown_names_list_the_known_ones():
+    from matplotlib.colors import is_color_like
+
+    assert all(is_color_like(dl.color(name)) for name in dl.COLORS)
+    # the two things every figure compares never share a colour
+    assert dl.color("plain") != dl.color("residual") and dl.color("pre") != dl.color("post")
+    with pytest.raises(ValueError, match="unknown colour name 'rainbow'; known: plain, residual"):
         dl.color("rainbow")
 
 
-# ---------------------------------------------------------------- optimizer options
+# ---------------------------------------------------------------- the public API
 
 
-def one_step(weight_decay=0.0, adam_eps=1e-8, optimizer="sgd", lr=0.1, dtype=torch.float32):
-    """W_1 - W_0 of the first block after one full-batch step, and W_0 and its gradient."""
-    X, y = dl.two_spirals(64, seed=0)
-    model = dl.DeepMLP(2, 8, init="he", seed=0).to(dtype)
-    X = X.to(dtype)
-    w0 = model.blocks[0].linear.weight.detach().clone()
-    nn.functional.cross_entropy(model(X), y).backward()
-    grad = model.blocks[0].linear.weight.grad.clone()
-    model.zero_grad()
-    dl.train(model, X, y, steps=1, lr=lr, optimizer=optimizer, weight_decay=weight_decay,
-             adam_eps=adam_eps, device="cpu")
-    return model.blocks[0].linear.weight.detach() - w0, w0, grad
+def test_every_exported_name_exists_and_is_documented():
+    for name in dl.__all__:
+        obj = getattr(dl, name)
+        if callable(obj):
+            assert obj.__doc__ and obj.__doc__.strip(), f"dl.{name} has no docstring"
 
 
-def test_weight_decay_adds_l2_to_the_gradient():
-    # SGD's first step is -lr * (g + weight_decay * W)
-    step, w0, grad = one_step(weight_decay=0.5, lr=0.1)
-    torch.testing.assert_close(step, -0.1 * (grad + 0.5 * w0))
-    # Adam normalizes g + weight_decay * W (L2, not AdamW): with a huge decay every weight moves
-    # by lr towards 0, whatever its size
-    step, w0, _ = one_step(weight_decay=1e6, lr=1e-3, optimizer="adam")
-    torch.testing.assert_close(step, -1e-3 * torch.sign(w0), rtol=1e-4, atol=0)
+def test_a_public_name_means_the_same_thing_in_every_module():
+    import importlib
+    import pkgutil
+
+    seen = {}
+    for info in pkgutil.iter_modules(dl.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"depthlab.{info.name}")
+        for name, value in vars(module).items():
+            if name.isupper() and not name.startswith("_"):
+                if name in seen:
+                    assert seen[name][1] is value or seen[name][1] == value, (
+                        f"{name} means one thing in {seen[name][0]} and another in {info.name}")
+                seen[name] = (info.name, value)
+    assert dl.NORMS == ("none", "pre", "post") and dl.INITS == ("default", "he", "orthogonal")
 
 
-def test_adam_eps_sets_how_much_a_small_gradient_is_damped():
-    # Adam's first step is lr * g / (|g| + eps): with eps = 0 (float64) it is lr for every weight
-    step, _, grad = one_step(adam_eps=0.0, optimizer="adam", lr=1e-3, dtype=torch.float64)
-    assert torch.all(grad != 0)
-    torch.testing.assert_close(step, -1e-3 * torch.sign(grad), rtol=1e-12, atol=0)
-    # with an eps far above the gradient, the step shrinks to lr * |g| / eps
-    step, _, grad = one_step(adam_eps=1.0, optimizer="adam", lr=1e-3, dtype=torch.float64)
-    torch.testing.assert_close(step, -1e-3 * grad / (grad.abs() + 1.0), rtol=1e-9, atol=0)
+def test_the_package_holds_no_maintainer_tooling_or_training_log():
+    import importlib.util
 
+    for gone in ("depthlab.bench", "depthlab.execute", "depthlab.train"):
+        assert importlib.util.find_spec(gone) is None, gone
+    from depthlab import sweep, training
 
-def test_a_float64_model_trains_on_float64_data():
-    X, y = dl.two_spirals(128, turns=1.0, seed=1)
-    model = dl.DeepMLP(4, 16, init="he", norm="pre", seed=0).double()
-    h = dl.train(model, X.double(), y, steps=60, lr=1e-2, device="cpu")
-    assert h.final_loss() < 0.7 * h.loss[0] and h.diverged_at is None
-    assert np.all(np.isfinite(h.grad_norms)) and np.all(h.update_ratio > 0)
-    assert all(p.dtype == torch.float64 for p in model.parameters())
+    assert not hasattr(training, "TRAINING_LOG") and not hasattr(sweep, "first_steps")

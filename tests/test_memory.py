@@ -83,14 +83,14 @@ def test_format_bytes_uses_binary_units():
     assert memory.format_bytes(3 * 1024 ** 2) == "3.0 MiB"
 
 
-@pytest.mark.parametrize("bad", [
-    lambda: memory.SavedTensorMeter(exclude=[1.0]),
-    lambda: memory.saved_bytes("not a function"),
-    lambda: memory.best_time(lambda: None, repeat=0),
-    lambda: memory.best_time(lambda: None, warmup=-1),
-    lambda: memory.format_bytes(-1),
-    lambda: memory.format_bytes("10"),
+@pytest.mark.parametrize("bad, message", [
+    (lambda: memory.SavedTensorMeter(exclude=[1.0]), "exclude must be an iterable of tensors"),
+    (lambda: memory.saved_bytes("not a function"), "fn must be callable, got str"),
+    (lambda: memory.best_time(lambda: None, repeat=0), "repeat must be an integer >= 1"),
+    (lambda: memory.best_time(lambda: None, warmup=-1), "warmup must be an integer >= 0"),
+    (lambda: memory.format_bytes(-1), "n must be a number of bytes >= 0"),
+    (lambda: memory.format_bytes("10"), "n must be a number of bytes >= 0"),
 ])
-def test_bad_arguments_raise_value_error_saying_what_is_allowed(bad):
-    with pytest.raises(ValueError):
+def test_bad_arguments_raise_value_error_saying_what_is_allowed(bad, message):
+    with pytest.raises(ValueError, match=message):
         bad()

@@ -46,9 +46,14 @@ def test_path_fraction_counts_paths_exactly():
     assert parts == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("args", [(0, 0, 0), (5, 3, 2), (5, 0, 6), (5, -1, 2)])
-def test_path_fraction_rejects_bad_ranges(args):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("args, message", [
+    ((0, 0, 0), "n must be an integer >= 1"),
+    ((5, 3, 2), r"need 0 <= lo <= hi <= n, got lo=3, hi=2, n=5"),
+    ((5, 0, 6), r"need 0 <= lo <= hi <= n, got lo=0, hi=6, n=5"),
+    ((5, -1, 2), "lo must be an integer >= 0, got -1"),
+])
+def test_path_fraction_rejects_bad_ranges(args, message):
+    with pytest.raises(ValueError, match=message):
         paths.path_fraction(*args)
 
 
@@ -86,11 +91,11 @@ def test_expansion_accepts_tensors():
 
 
 def test_expansion_rejects_mismatched_or_missing_matrices():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at least one Jacobian"):
         paths.expand_product([])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"Jacobian 1 has shape \(4, 4\), the first has \(3, 3\)"):
         paths.expand_product([np.eye(3), np.eye(4)])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"square matrix of the same size; Jacobian 0 has shape \(3, 2\)"):
         paths.expand_product([np.ones((3, 2))])
 
 
@@ -125,11 +130,11 @@ def test_branch_jacobians_of_rezero_are_zero():
                                     dict(shortcut=0.5)])
 def test_branch_jacobians_reject_blocks_without_an_identity_shortcut(kwargs):
     model = dl.DeepMLP(3, 4, **kwargs)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="block 0 is not x \\+ alpha F\\(x\\) with the identity shortcut"):
         paths.branch_jacobians(model, torch.zeros(2))
 
 
 def test_branch_jacobians_need_one_input_vector():
     model = dl.DeepMLP(3, 4)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"one input vector \(1-D tensor\), got shape \(5, 2\)"):
         paths.branch_jacobians(model, torch.zeros(5, 2))

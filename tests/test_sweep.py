@@ -95,19 +95,22 @@ def test_train_together_groups_by_architecture_and_keeps_the_keys():
 
 
 def test_bad_arguments_say_what_is_allowed():
-    with pytest.raises(ValueError, match="one architecture"):
+    with pytest.raises(ValueError, match="train_many needs models of one architecture .*use "
+                                         "train_together"):
         sweep.train_many([make(0), make(0, residual=False)], X, Y, steps=2)
-    with pytest.raises(ValueError, match="one per model"):
+    with pytest.raises(ValueError, match=r"lr must be a number > 0 or a list of 2 numbers > 0 "
+                                         r"\(one per model\), got \[0.001\]"):
         sweep.train_many([make(0), make(1)], X, Y, steps=2, lr=[1e-3])
-    with pytest.raises(ValueError, match="lr must be"):
+    with pytest.raises(ValueError, match="lr must be > 0, got -1.0"):
         sweep.train_many([make(0)], X, Y, steps=2, lr=[-1.0])
     with pytest.raises(ValueError, match="at least one model"):
         sweep.train_many([], X, Y)
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(ValueError, match=r"batch_size must be <= the number of examples \(96\), "
+                                         r"got 1000"):
         sweep.train_many([make(0)], X, Y, batch_size=1000)
-    with pytest.raises(ValueError, match="optimizer"):
+    with pytest.raises(ValueError, match="optimizer must be one of 'adam', 'sgd'; got 'rmsprop'"):
         sweep.train_many([make(0)], X, Y, optimizer="rmsprop")
-    with pytest.raises(ValueError, match="keys of models"):
+    with pytest.raises(ValueError, match="a dict of learning rates needs exactly the keys of models"):
         sweep.train_together({"a": make(0)}, X, Y, lr={"b": 1e-3})
     with pytest.raises(ValueError, match="non-empty dict"):
         sweep.train_together([make(0)], X, Y)
@@ -133,13 +136,19 @@ def test_depth_sweep_trains_and_measures_every_combination():
     assert list(models) == list(hist) == list(loss) == list(acc) == keys
     assert len(models["res", 5, 1].blocks) == 5
     for key in keys:
-        assert loss[key] == pytest.approx(dl.evaluate_loss(models[key], X, Y))
-        assert acc[key] == dl.accuracy(models[key], X, Y)
+        # measured on all of (X, Y) with the trained model, computed here from its logits
+        with torch.no_grad():
+            logits = models[key](X)
+        nll = -torch.log_softmax(logits.double(), 1)[torch.arange(len(Y)), Y].mean().item()
+        assert loss[key] == pytest.approx(nll, rel=1e-5)
+        assert acc[key] == pytest.approx((logits.argmax(1) == Y).double().mean().item())
+    # trained: every network's loss is below where its training run started
+    assert all(loss[key] < hist[key].loss[0] for key in keys)
     alone = dl.train(build("res", 5, 1), X, Y, steps=5, lr=3e-3, device="cpu")
     assert_same_history(alone, hist["res", 5, 1])
-    with pytest.raises(ValueError, match="depths must list"):
+    with pytest.raises(ValueError, match="depths must list at least one value"):
         sweep.depth_sweep(build, families, [], [0], X, Y)
-    with pytest.raises(ValueError, match="depth must be an integer"):
+    with pytest.raises(ValueError, match="depth must be an integer >= 1, got 0"):
         sweep.depth_sweep(build, families, [0], [0], X, Y)
 
 
@@ -175,3 +184,56 @@ def test_float64_models_with_a_tiny_adam_eps_train_together_as_one_by_one():
         assert h2.meta["adam_eps"] == 1e-30
     for m in together:
         assert all(p.dtype == torch.float64 for p in m.parameters())
+
+
+class Pyramid(torch.nn.Module):
+    """Not a DeepMLP: blocks of different widths, no alpha, no config."""
+
+    def __init__(self, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        widths = [2, 8, 12, 6]
+        self.blocks = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
+        self.head = torch.nn.Linear(6, 3)
+
+    def forward(self, u):
+        for block in self.blocks:
+            u = torch.tanh(block(u))
+        return self.head(u)
+
+    def block_weights(self):
+        return [b.weight for b in self.blocks]
+
+
+def test_any_model_with_blocks_and_block_weights_trains_together_as_one_by_one():
+    Y3 = torch.arange(len(Y)) % 3
+    alone = [dl.train(Pyramid(s), X, Y3, steps=6, batch_size=32, device="cpu") for s in (0, 1)]
+    together = sweep.train_many([Pyramid(0), Pyramid(1)], X, Y3, steps=6, batch_size=32,
+                                device="cpu")
+    for h1, h2 in zip(alone, together):
+        assert h2.grad_norms.shape == (6, 3)
+        assert_same_history(h1, h2)
+        assert np.all(h2.alphas == 0)  # no branch scales: zeros, as train records them
+
+
+def test_a_diverging_model_with_weight_decay_keeps_its_last_finite_weights():
+    kw = dict(residual=False, init="he")
+    models = [make(0, **kw), make(0, **kw)]
+    hs = sweep.train_many(models, X, Y, steps=15, lr=[1e-2, 1e6], optimizer="sgd",
+                          weight_decay=0.1, device="cpu")
+    assert hs[1].diverged_at is not None and hs[0].diverged_at is None
+    assert all(torch.isfinite(p).all() for p in models[0].parameters())
+    alone = dl.train(make(0, **kw), X, Y, steps=15, lr=1e-2, optimizer="sgd", weight_decay=0.1,
+                     device="cpu")
+    assert_same_history(alone, hs[0])
+
+
+def test_models_with_batchnorm_cannot_share_a_batch():
+    class WithBatchNorm(Pyramid):
+        def __init__(self, seed):
+            super().__init__(seed)
+            self.bn = torch.nn.BatchNorm1d(6)
+
+    with pytest.raises(ValueError, match="BatchNorm1d updates its running statistics while "
+                                         "training.*train these models one by one"):
+        sweep.train_many([WithBatchNorm(0)], X, Y, steps=1, device="cpu")

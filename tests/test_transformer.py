@@ -7,7 +7,6 @@ import pytest
 import torch
 
 import depthlab as dl
-from depthlab import transformer as tf
 
 
 def manual_attention(block, x):
@@ -42,7 +41,7 @@ def layer_norm(x, eps=1e-5):
 
 def test_attention_and_ffn_sublayers_compute_their_formulas():
     torch.manual_seed(0)
-    block = tf.TransformerBlock(16, 4, norm="pre")
+    block = dl.TransformerBlock(16, 4, norm="pre")
     x = torch.randn(3, 5, 16)
     torch.testing.assert_close(block.attention(x), manual_attention(block, x))
     torch.testing.assert_close(block.ffn(x), manual_ffn(block, x))
@@ -50,7 +49,7 @@ def test_attention_and_ffn_sublayers_compute_their_formulas():
 
 def test_pre_ln_block_is_x_plus_branch_of_layernormed_x():
     torch.manual_seed(0)
-    block = tf.TransformerBlock(16, 2, norm="pre")
+    block = dl.TransformerBlock(16, 2, norm="pre")
     x = 3.0 * torch.randn(2, 6, 16)  # not normalized: LN must be applied inside the branch
     h = x + manual_attention(block, layer_norm(x))
     expected = h + manual_ffn(block, layer_norm(h))
@@ -59,7 +58,7 @@ def test_pre_ln_block_is_x_plus_branch_of_layernormed_x():
 
 def test_post_ln_block_is_layernorm_of_the_residual_sum():
     torch.manual_seed(0)
-    block = tf.TransformerBlock(16, 2, norm="post")
+    block = dl.TransformerBlock(16, 2, norm="post")
     x = 3.0 * torch.randn(2, 6, 16)
     h = layer_norm(x + manual_attention(block, x))
     expected = layer_norm(h + manual_ffn(block, h))
@@ -72,8 +71,8 @@ def test_post_ln_block_is_layernorm_of_the_residual_sum():
 
 def test_final_layernorm_only_for_pre_ln_and_logits_use_it():
     torch.manual_seed(0)
-    pre = tf.TinyTransformer(10, 6, 3, d_model=16, n_heads=2, norm="pre")
-    post = tf.TinyTransformer(10, 6, 3, d_model=16, n_heads=2, norm="post")
+    pre = dl.TinyTransformer(10, 6, 3, d_model=16, n_heads=2, norm="pre")
+    post = dl.TinyTransformer(10, 6, 3, d_model=16, n_heads=2, norm="post")
     assert isinstance(pre.final_norm, torch.nn.LayerNorm)
     assert isinstance(post.final_norm, torch.nn.Identity)
     tokens = torch.randint(0, 10, (4, 6))
@@ -82,11 +81,11 @@ def test_final_layernorm_only_for_pre_ln_and_logits_use_it():
 
 
 def test_pre_ln_stream_grows_with_depth_and_post_ln_stays_normalized():
-    tokens, _ = tf.sequence_task(32, length=8, vocab=16, seed=0)
+    tokens, _ = dl.sequence_task(32, length=8, vocab=16, seed=0)
 
     def top_rms(norm, depth):
         torch.manual_seed(0)
-        model = tf.TinyTransformer(16, 8, depth, norm=norm)
+        model = dl.TinyTransformer(16, 8, depth, norm=norm)
         with torch.no_grad():
             return model.stream(tokens)[-1].pow(2).mean().sqrt().item()
 
@@ -99,7 +98,7 @@ def test_pre_ln_stream_grows_with_depth_and_post_ln_stays_normalized():
 
 def test_shapes_and_block_weights():
     torch.manual_seed(0)
-    model = tf.TinyTransformer(12, 10, 4, d_model=32, n_heads=4, d_ff=48)
+    model = dl.TinyTransformer(12, 10, 4, d_model=32, n_heads=4, d_ff=48)
     tokens = torch.randint(0, 12, (5, 7))  # shorter than seq_len is allowed
     assert model(tokens).shape == (5, 7, 12)
     xs = model.stream(tokens)
@@ -113,7 +112,7 @@ def test_shapes_and_block_weights():
 
 def test_xavier_init_variances_and_zero_biases():
     torch.manual_seed(0)
-    block = tf.TransformerBlock(256, 4, d_ff=512)
+    block = dl.TransformerBlock(256, 4, d_ff=512)
     for piece in block.attn.in_proj_weight.split(256):  # each of W_q, W_k, W_v
         assert piece.var().item() == pytest.approx(1 / 256, rel=0.05)
     assert block.ff1.weight.var().item() == pytest.approx(2 / (256 + 512), rel=0.05)
@@ -127,16 +126,16 @@ def test_xavier_init_variances_and_zero_biases():
 
 
 def test_sequence_tasks_have_the_right_targets_and_are_seeded():
-    X, Y = tf.sequence_task(50, kind="sort", length=6, vocab=9, seed=3)
+    X, Y = dl.sequence_task(50, kind="sort", length=6, vocab=9, seed=3)
     assert X.shape == Y.shape == (50, 6) and X.dtype == torch.int64
     assert torch.all(Y[:, 1:] >= Y[:, :-1])
     assert torch.equal(Y, X.sort(dim=1).values)
     assert X.min() >= 0 and X.max() < 9
-    X2, _ = tf.sequence_task(50, kind="sort", length=6, vocab=9, seed=3)
+    X2, _ = dl.sequence_task(50, kind="sort", length=6, vocab=9, seed=3)
     assert torch.equal(X, X2)
-    Xr, Yr = tf.sequence_task(10, kind="reverse", seed=1)
+    Xr, Yr = dl.sequence_task(10, kind="reverse", seed=1)
     assert torch.equal(Yr, Xr.flip(1))
-    Xc, Yc = tf.sequence_task(10, kind="copy", seed=1)
+    Xc, Yc = dl.sequence_task(10, kind="copy", seed=1)
     assert torch.equal(Yc, Xc)
 
 
@@ -153,24 +152,24 @@ def one_thread():
 
 
 def test_short_training_run_lowers_the_loss(one_thread):
-    X, Y = tf.sequence_task(256, kind="copy", length=6, vocab=8, seed=0)
+    X, Y = dl.sequence_task(256, kind="copy", length=6, vocab=8, seed=0)
     torch.manual_seed(0)
-    model = tf.TinyTransformer(8, 6, 2, d_model=32, n_heads=2)
-    h = tf.train_sequence(model, X, Y, steps=60, lr=3e-3, batch_size=32, device="cpu")
+    model = dl.TinyTransformer(8, 6, 2, d_model=32, n_heads=2)
+    h = dl.train_sequence(model, X, Y, steps=60, lr=3e-3, batch_size=32, device="cpu")
     assert h.loss.shape == (60,) and h.diverged_at is None
     assert h.final_loss() < 0.5 * h.loss[0]
     assert np.all(np.isfinite(h.grad_norm)) and np.all(h.grad_norm > 0)
-    token_acc, seq_acc = tf.sequence_accuracy(model, X, Y)
+    token_acc, seq_acc = dl.sequence_accuracy(model, X, Y)
     assert token_acc > 0.5 and 0 <= seq_acc <= token_acc
 
 
 def test_training_is_deterministic_and_warmup_ramps_the_rate():
-    X, Y = tf.sequence_task(64, kind="reverse", length=5, vocab=6, seed=0)
+    X, Y = dl.sequence_task(64, kind="reverse", length=5, vocab=6, seed=0)
     runs = []
     for _ in range(2):
         torch.manual_seed(1)
-        model = tf.TinyTransformer(6, 5, 1, d_model=16, n_heads=2, norm="post")
-        runs.append(tf.train_sequence(model, X, Y, steps=8, lr=1e-2, warmup=4,
+        model = dl.TinyTransformer(6, 5, 1, d_model=16, n_heads=2, norm="post")
+        runs.append(dl.train_sequence(model, X, Y, steps=8, lr=1e-2, warmup=4,
                                       batch_size=16, seed=2, device="cpu"))
     np.testing.assert_array_equal(runs[0].loss, runs[1].loss)
     np.testing.assert_allclose(runs[0].lr[:5], [2.5e-3, 5e-3, 7.5e-3, 1e-2, 1e-2])
@@ -195,11 +194,11 @@ def test_bad_model_arguments_say_what_is_allowed(kwargs, message):
     args = dict(vocab=10, seq_len=8, depth=2)
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
-        tf.TinyTransformer(**args)
+        dl.TinyTransformer(**args)
 
 
 def test_bad_inputs_to_the_model_are_clear_errors():
-    model = tf.TinyTransformer(10, 4, 1, d_model=16, n_heads=2)
+    model = dl.TinyTransformer(10, 4, 1, d_model=16, n_heads=2)
     with pytest.raises(ValueError, match=r"\(batch, length\) tensor"):
         model(torch.zeros(4, dtype=torch.long))
     with pytest.raises(ValueError, match="longer than seq_len=4"):
@@ -216,7 +215,7 @@ def test_bad_inputs_to_the_model_are_clear_errors():
 )
 def test_bad_task_arguments_say_what_is_allowed(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        tf.sequence_task(10, **kwargs)
+        dl.sequence_task(10, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -230,16 +229,52 @@ def test_bad_task_arguments_say_what_is_allowed(kwargs, message):
     ],
 )
 def test_bad_training_arguments_say_what_is_allowed(kwargs, message):
-    X, Y = tf.sequence_task(16, length=4, vocab=5)
-    model = tf.TinyTransformer(5, 4, 1, d_model=8, n_heads=2)
+    X, Y = dl.sequence_task(16, length=4, vocab=5)
+    model = dl.TinyTransformer(5, 4, 1, d_model=8, n_heads=2)
     args = dict(batch_size=8, device="cpu")
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
-        tf.train_sequence(model, X, Y, **args)
+        dl.train_sequence(model, X, Y, **args)
+
+
+def test_sequence_accuracy_counts_tokens_and_whole_sequences_in_eval_mode():
+    class Echo(torch.nn.Module):
+        """Predicts each input token itself, except token 0, which it reads as 1."""
+
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(()))
+
+        def forward(self, tokens):
+            self.modes.append(self.training)
+            logits = torch.nn.functional.one_hot(tokens.clamp_min(1), 5).float()
+            return self.scale * logits
+
+    model = Echo()
+    model.modes = []
+    X = torch.tensor([[1, 2, 3], [0, 2, 3], [0, 0, 4], [4, 4, 4]])
+    Y = X.clone()
+    # tokens right: 3 + 2 + 1 + 3 = 9 of 12; whole sequences right: rows 0 and 3
+    assert dl.sequence_accuracy(model, X, Y) == (0.75, 0.5)
+    assert model.modes == [False] and model.training
+    model.eval()
+    dl.sequence_accuracy(model, X, Y)
+    assert not model.training
+
+
+def test_final_accuracy_needs_a_number_of_steps_that_were_recorded():
+    X, Y = dl.sequence_task(16, length=4, vocab=5)
+    model = dl.TinyTransformer(5, 4, 1, d_model=8, n_heads=2, seed=0)
+    h = dl.train_sequence(model, X, Y, steps=5, batch_size=8, device="cpu")
+    assert h.final_accuracy(2) == pytest.approx(h.accuracy[-2:].mean())
+    for bad, message in [(0, "last must be an integer >= 1, got 0"),
+                         (6, "last must be <= the 5 steps recorded, got 6")]:
+        with pytest.raises(ValueError, match=message):
+            h.final_accuracy(bad)
 
 
 def test_mismatched_data_is_a_clear_error():
-    X, Y = tf.sequence_task(16, length=4, vocab=5)
-    model = tf.TinyTransformer(5, 4, 1, d_model=8, n_heads=2)
+    X, Y = dl.sequence_task(16, length=4, vocab=5)
+    model = dl.TinyTransformer(5, 4, 1, d_model=8, n_heads=2)
     with pytest.raises(ValueError, match="same shape"):
-        tf.train_sequence(model, X, Y[:, :3], device="cpu")
+        dl.train_sequence(model, X, Y[:, :3], device="cpu")
