@@ -90,6 +90,11 @@ def scrubber(render: Callable, values: Sequence, *, label: str = "value", start=
         value returning one. Each frame's text alternative is this description followed by the
         parameter value.
 
+    The panel works without a mouse: the slider is a native range input, reached with Tab and
+    moved with the arrow keys (Home and End jump to the ends). Screen readers announce its value
+    as the text shown next to it (``aria-valuetext``, e.g. "alpha = 0.3"), not as the frame's
+    index, and the whole panel is a labelled group.
+
     Returns an ``IPython.display.HTML`` object; display it (or leave it last in a cell).
     """
     from IPython.display import HTML
@@ -106,17 +111,28 @@ def scrubber(render: Callable, values: Sequence, *, label: str = "value", start=
         f'style="max-width:100%;display:{"block" if i == first else "none"}">'
         for i, (v, text) in enumerate(zip(values, alts))
     )
+    # One handler, inline, so the twin works wherever the HTML is shown (the book, JupyterLab,
+    # nbviewer) with no script of the site's. It shows frame i, writes its label next to the
+    # slider and gives the same words to screen readers as the slider's value.
     on_input = (
-        "var r=this.closest('.dl-twin'),i=+this.value;"
+        "var r=this.closest('.dl-twin'),i=+this.value,t=JSON.parse(r.dataset.labels)[i];"
         "r.querySelectorAll('img').forEach(function(m,k){m.style.display=k===i?'block':'none'});"
-        "r.querySelector('output').textContent=JSON.parse(r.dataset.labels)[i];"
+        "r.querySelector('output').textContent=t;this.setAttribute('aria-valuetext',t);"
     )
+    # The <output> is not a live region (aria-live="off"): the focused slider already announces
+    # its new aria-valuetext, and a second, live copy would make screen readers say it twice.
     return HTML(
-        f'<div class="dl-twin" id="{uid}" data-labels="{html.escape(json.dumps(labels))}">'
-        f'<label style="display:flex;gap:0.8em;align-items:center;font-family:sans-serif">'
-        f'<input type="range" min="0" max="{len(values) - 1}" step="1" value="{first}" '
-        f'aria-label="{html.escape(label)}" oninput="{html.escape(on_input)}" style="flex:1">'
-        f"<output>{html.escape(labels[first])}</output></label>{frames}</div>"
+        f'<div class="dl-twin" id="{uid}" role="group" '
+        f'aria-label="{html.escape(f"Figure for each value of {label}, chosen with a slider")}" '
+        f'data-labels="{html.escape(json.dumps(labels))}">'
+        f'<label class="dl-twin-controls" '
+        f'style="display:flex;gap:0.8em;align-items:center;font-family:sans-serif">'
+        f'<input type="range" id="{uid}-slider" min="0" max="{len(values) - 1}" step="1" '
+        f'value="{first}" aria-label="{html.escape(label)}" '
+        f'aria-valuetext="{html.escape(labels[first])}" oninput="{html.escape(on_input)}" '
+        f'style="flex:1">'
+        f'<output for="{uid}-slider" aria-live="off">{html.escape(labels[first])}</output>'
+        f"</label>{frames}</div>"
     )
 
 

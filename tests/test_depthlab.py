@@ -481,46 +481,7 @@ def test_every_seed_must_be_a_non_negative_integer(call, seed):
 # ---------------------------------------------------------------- twins
 
 
-def test_scrubber_embeds_one_frame_per_value_and_a_slider():
-    import matplotlib.pyplot as plt
-
-    def render(v):
-        fig, ax = plt.subplots(figsize=(2, 1))
-        ax.plot([0, 1], [0, v])
-        return fig
-
-    html = dl.scrubber(render, [1, 2, 3], label="depth", start=2).data
-    assert html.count("<img") == 3 and html.count("data:image/png;base64,") == 3
-    assert 'type="range"' in html and 'max="2"' in html and 'value="1"' in html
-    assert "depth = 2" in html
-    with pytest.raises(ValueError, match="at least one"):
-        dl.scrubber(render, [])
-    with pytest.raises(ValueError, match="not one of the values"):
-        dl.scrubber(render, [1, 2], start=5)
-
-
-def test_scrubber_frames_are_palette_pngs_much_smaller_than_full_colour():
-    import base64
-    import io
-    import re
-
-    import matplotlib.pyplot as plt
-    from PIL import Image
-
-    def render(v):
-        fig, ax = plt.subplots(figsize=(6, 3))
-        for k in range(6):
-            ax.plot(np.sin(np.linspace(0, 10, 200) * (k + v)), label=f"line {k}")
-        ax.legend()
-        return fig
-
-    html = dl.scrubber(render, [1]).data
-    frame = base64.b64decode(re.search(r"base64,([A-Za-z0-9+/=]+)", html)[1])
-    image = Image.open(io.BytesIO(frame))
-    assert image.mode == "P" and len(image.getcolors()) <= 64
-    full = io.BytesIO()
-    render(1).savefig(full, format="png", dpi=96, bbox_inches="tight")
-    assert len(frame) < 0.6 * len(full.getvalue())
+# The twin panels (depthlab.twin) are tested in tests/test_twin.py.
 
 
 def test_every_course_colour_is_a_colour_and_unknown_names_list_the_known_ones():
