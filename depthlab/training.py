@@ -196,7 +196,7 @@ def _fit(trainee, X, y, *, steps: int, warmup: int, batch_size, seed: int, devic
     for t in range(steps):
         factors[t] = _warmup_factor(t, warmup)
         xb, yb = _minibatch(g, X, y, batch_size, device)
-        row, alive = trainee.step(xb, yb, factors[t])
+        row, alive = trainee.step(xb, yb, float(factors[t]))
         for i in range(k):
             if not alive[i] and diverged[i] is None:
                 diverged[i] = t
@@ -262,8 +262,8 @@ class _OneModel:
         elif self.record == "total":
             row.append(grad_t)
         # one transfer to the host per step
-        return torch.cat([r.reshape(-1).double() for r in row]).cpu().numpy()[None], \
-            np.array([True])
+        rows = torch.cat([r.reshape(-1).double() for r in row]).cpu().numpy()[None]
+        return rows, np.array([True])
 
 
 @contextmanager

@@ -10,8 +10,8 @@ adds:
 * the notebook is written back without widget state (a blob that changes on every run and that
   the static site does not need: its no-kernel twin panels are plain HTML) and without per-cell
   timestamps;
-* every cell has a time limit (``--timeout``, default 300 s; no cell of the course needs more
-  than a minute), enforced twice: by nbclient, and by a watchdog that kills the kernel if
+* every cell has a time limit (``--timeout``, default 600 s as for nbval in ``make test``; no
+  cell of the course needs more than a minute on an idle machine), enforced twice: by nbclient, and by a watchdog that kills the kernel if
   nbclient is still waiting a minute later, so a lost message can never hang ``make execute``;
 * on Linux and macOS the kernel talks to nbclient over Unix sockets instead of TCP ports, so two
   notebooks executed at the same time cannot pick the same port;
@@ -35,7 +35,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 from traitlets.config import Config
 
-CELL_TIMEOUT = 300  # seconds per cell
+CELL_TIMEOUT = 600  # seconds per cell, as nbval's --nbval-cell-timeout in the Makefile
 WATCHDOG_GRACE = 60  # seconds after the cell timeout before the watchdog kills the kernel
 
 
@@ -106,7 +106,7 @@ def failure(error: Exception, client: NotebookClient, timeout: int) -> str:
     """One message saying why executing a notebook failed."""
     if isinstance(error, CellTimeoutError) or client.watchdog.fired:
         return (f"a cell ran longer than {timeout} s and was stopped (--timeout sets the "
-                f"limit; the course's cells need well under a minute)")
+                f"limit; on an idle machine the course's cells need under a minute)")
     if isinstance(error, DeadKernelError):
         return "the kernel died (out of memory?)"
     if isinstance(error, CellExecutionError):
