@@ -1,53 +1,51 @@
-# The course's commands. `make book` and `make test` build .venv from requirements.txt when
-# needed, so they work on a fresh machine that has Python 3.11, make and git.
+# The course's commands. `make book`, `make test` and `make lab` build .venv when needed, so they
+# work on a fresh Linux or macOS machine that has Python 3.11 or newer, make and git.
 #
 #   make book    build the HTML site into _build/html
-#   make test    unit + structure tests, nbval (strict) on every notebook, strict site build,
-#                browser tests of the built site
+#   make test    unit + structure tests, the learner-environment test, nbval (strict) on every
+#                notebook, strict site build, browser tests of the built site
 #   make lab     open JupyterLab on the notebooks
 #   make bench   time every notebook (and memory, throughput) against its budget
 #   make execute NB=chapters/01_depth_problem.ipynb   re-execute one notebook in place
+#   make lock    regenerate the pinned requirements*.txt from requirements*.in (needs the network)
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.requirements.sha256
 NOTEBOOK_DIRS := $(wildcard chapters labs solutions)
 # Reproducible hashing in kernels and tests; no telemetry or network from Jupyter Book tooling.
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup book test unit nbval nbval-threads build browser bench lab execute execute-all clean
+.PHONY: help setup book test unit learner nbval nbval-threads build browser bench lab execute \
+        execute-all lock clean
 
 help:
-	@sed -n '1,10p' Makefile
+	@sed -n '1,11p' Makefile
 
-# Create .venv if missing; (re)install only when requirements.txt or pyproject.toml changed.
+# Create .venv if missing and install requirements.txt (the learner's set, with the CPU build of
+# torch on Linux without CUDA) and requirements-dev.txt (book build, tests, linters), only when
+# they, pyproject.toml or tools/setup_venv.py changed. tools/setup_venv.py does it in Python:
+# the Python-version check (3.11 or newer), the hash of the inputs, the torch index.
 setup:
-	@set -e; \
-	if [ ! -x $(BIN)/python ]; then \
-	  echo ">> creating $(VENV) with $(PYTHON) -m venv"; $(PYTHON) -m venv $(VENV); \
-	fi; \
-	want=$$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1); \
-	if [ "$$(cat $(STAMP) 2>/dev/null)" = "$$want" ]; then \
-	  echo ">> $(VENV) is up to date with requirements.txt (install skipped)"; \
-	else \
-	  echo ">> installing requirements.txt into $(VENV) (a few minutes the first time)"; \
-	  $(BIN)/python -m pip install --quiet --upgrade pip; \
-	  $(BIN)/python -m pip install --quiet -r requirements.txt; \
-	  echo "$$want" > $(STAMP); \
-	fi
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "!! $(PYTHON) not found: install Python 3.11 or newer, then run make PYTHON=python3.X ..." >&2; exit 1; }
+	@$(PYTHON) tools/setup_venv.py --venv $(VENV)
 
 book: setup
 	$(BIN)/jupyter-book build . --quiet
 	@echo ">> site built: open file://$(CURDIR)/_build/html/index.html"
 
-test: setup unit nbval build browser
+test: setup unit learner nbval build browser
 	@echo ">> all tests passed"
 
 # Unit tests of depthlab and structure tests of the book (fast, run first).
 unit: setup
-	$(BIN)/python -m pytest tests -q --ignore=tests/browser
+	$(BIN)/python -m pytest tests -q --ignore=tests/browser --ignore=tests/test_learner_env.py
+
+# A fresh virtual environment with only what Colab gives plus depthlab installed by the notebooks'
+# own first cell, offline from .venv/wheelhouse; runs a chapter and a lab top to bottom.
+learner: setup
+	$(BIN)/python -m pytest tests/test_learner_env.py -q -rs
 
 # Strict nbval: every notebook is re-executed and its outputs compared with the committed ones.
 # Two notebooks at a time (one per core), each kernel on ONE thread: the committed outputs were
@@ -89,6 +87,26 @@ execute: setup
 
 execute-all: setup
 	DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(BIN)/python tools/execute.py $(foreach d,$(NOTEBOOK_DIRS),$(wildcard $(d)/*.ipynb))
+
+# Regenerate the pinned requirements from requirements.in and requirements-dev.in with uv, for
+# Linux, macOS and Windows and Python 3.11 or newer. Current pins are kept unless UPGRADE=1
+# (every package to its newest release) or UPGRADE="pkg1 pkg2". The CUDA libraries that PyPI's
+# Linux torch wheel depends on are left out: the CPU build needs none of them, and on a GPU
+# machine pip installs the exact versions torch itself pins. After a torch upgrade, add any new
+# CUDA package to the list (tests/test_makefile.py fails on a lock that holds one).
+TORCH_CUDA_STACK := triton cuda-bindings cuda-pathfinder cuda-toolkit nvidia-cublas \
+  nvidia-cuda-cupti nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cudnn-cu13 nvidia-cufft \
+  nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse nvidia-cusparselt-cu13 \
+  nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13 nvidia-nvtx
+UPGRADE ?=
+UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 \
+  --custom-compile-command "make lock" $(addprefix --no-emit-package ,$(TORCH_CUDA_STACK)) \
+  $(if $(filter 1,$(UPGRADE)),--upgrade,$(addprefix --upgrade-package ,$(UPGRADE)))
+lock: setup
+	@echo ">> uv pip compile requirements.in -> requirements.txt"
+	@$(UV_COMPILE) requirements.in -o requirements.txt
+	@echo ">> uv pip compile requirements-dev.in -> requirements-dev.txt"
+	@$(UV_COMPILE) requirements-dev.in -o requirements-dev.txt
 
 clean:
 	rm -rf _build

@@ -1,15 +1,13 @@
-"""Tests of the maintainers' tooling: GitHub Actions workflows, pre-commit hooks, metadata check.
+"""Tests of the maintainers' tooling: the CI workflow, .ci/run, pre-commit hooks, metadata check.
 
 * the workflows in .github/workflows pass two linters, offline: ``check-jsonschema`` against the
   GitHub workflow schema it vendors (typo'd keys, wrong types, unknown events) and ``zizmor``
   (GitHub Actions static analysis: template injection, credentials, permissions, unpinned
-  third-party actions; configured in .github/zizmor.yml), plus consistency checks that neither
-  does (``needs`` and ``steps.<id>`` references, cron syntax, ``${{ }}`` balance);
-* CI runs exactly the README's test command, the one .ci/run runs, with Python 3.11, a pip cache
-  keyed on requirements.txt, Debian's chromium installed first, a weekly schedule, and the
-  reports and the log uploaded on failure;
-* the Pages workflow builds with ``make book`` on pushes to main only and publishes _build/html
-  with the official Pages actions;
+  third-party actions; configured in .github/zizmor.yml); both reject a broken workflow;
+* .ci/run, run with a stand-in ``make``, runs the README's test command with REQUIRE_BROWSER=1
+  and exits with its status; the CI workflow runs .ci/run and no test command of its own;
+* the site is published only from a push to main, only after the tests passed, and it is the
+  site those tests built;
 * .pre-commit-config.yaml has only local (offline) hooks, and tools/check_notebook_metadata.py
   flags stray notebook metadata and passes the course's notebooks.
 """
@@ -19,6 +17,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -31,11 +30,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
 CI = WORKFLOWS / "ci.yml"
-PAGES = WORKFLOWS / "pages.yml"
+CI_RUN = ROOT / ".ci" / "run"
 ZIZMOR_CONFIG = ROOT / ".github" / "zizmor.yml"
 PRECOMMIT = ROOT / ".pre-commit-config.yaml"
 METADATA_TOOL = ROOT / "tools" / "check_notebook_metadata.py"
-INSTALL_HINT = "install the pinned requirements: .venv/bin/pip install -r requirements.txt"
+INSTALL_HINT = "install the pinned developer set: .venv/bin/pip install -r requirements-dev.txt"
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -66,46 +65,12 @@ def uses(step: dict) -> str:
     return step.get("uses", "").split("@")[0]
 
 
-def find_step(job: dict, action: str) -> tuple[int, dict]:
-    for i, step in enumerate(steps(job)):
-        if uses(step) == action:
-            return i, step
-    pytest.fail(f"no step uses {action}")
-
-
-def make_commands(run: str) -> list[str]:
-    """The `make ...` commands in a shell script, without redirections or pipes."""
-    found = []
-    for line in run.splitlines():
-        m = re.match(r"^\s*(?:exec\s+)?(make\b.*)", line)
-        if m:
-            command = re.split(r"\s*(?:\d*>|<|\||&&|;|#)", m[1])[0]
-            found.append(" ".join(command.split()))
-    return found
-
-
 def readme_test_command() -> str:
     """The command the README's table of commands says runs the whole test suite."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\|\s*`([^`]+)`\s*\|\s*runs the whole test suite", readme, re.MULTILINE)
     assert len(rows) == 1, "README.md: expected one row '| `<command>` | runs the whole test suite"
     return rows[0]
-
-
-def ci_run_command() -> str:
-    commands = make_commands((ROOT / ".ci" / "run").read_text(encoding="utf-8"))
-    assert len(commands) == 1, f".ci/run should run one make command, found {commands}"
-    return commands[0]
-
-
-def ci_test_job(wf: dict) -> tuple[dict, int, str]:
-    """The CI job that runs the test command, the index of that step and the step's script."""
-    readme_cmd = readme_test_command()
-    for job in wf["jobs"].values():
-        for i, step in enumerate(steps(job)):
-            if readme_cmd in make_commands(step.get("run", "")):
-                return job, i, step["run"]
-    pytest.fail(f"no step of {CI.name} runs `{readme_cmd}`")
 
 
 def tool(name: str) -> str:
@@ -116,6 +81,24 @@ def tool(name: str) -> str:
     return found
 
 
+def all_workflows() -> list[Path]:
+    return sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
+
+
+def check_jsonschema(paths: list[Path]) -> dict[Path, list[str]]:
+    """check-jsonschema's errors per file (the GitHub workflow schema it vendors, offline)."""
+    cmd = [tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
+           "-o", "JSON", *map(str, paths)]  # fmt: skip
+    run = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=180, cwd=ROOT)
+    assert run.stdout.strip().startswith("{"), f"check-jsonschema failed:\n{run.stderr}"
+    errors: dict[Path, list[str]] = {}
+    for error in json.loads(run.stdout).get("errors", []):
+        detail = error.get("best_deep_match") or error.get("best_match") or error
+        path = (ROOT / error["filename"]).resolve()
+        errors.setdefault(path, []).append(f"{detail['path']}: {detail['message']}")
+    return errors
+
+
 def zizmor(paths: list[Path]) -> subprocess.CompletedProcess:
     """zizmor on ``paths``, offline, failing on a file that is not a valid workflow."""
     cmd = [tool("zizmor"), "--offline", "--no-progress", "--strict-collection",
@@ -123,293 +106,164 @@ def zizmor(paths: list[Path]) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=120, cwd=ROOT)
 
 
-def all_workflows() -> list[Path]:
-    return sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
-
-
 # --- the linters -------------------------------------------------------------------------------
 
 
-def test_there_are_workflows():
-    assert CI.exists() and PAGES.exists(), "expected .github/workflows/ci.yml and pages.yml"
-
-
-# (description, text in ci.yml, its broken replacement, linters that must reject it)
-MUTATIONS = [
-    ("typo'd key", "    runs-on: ubuntu-24.04", "    runs_on: ubuntu-24.04",
-     {"check-jsonschema", "zizmor"}),
-    ("bad runs-on", "    runs-on: ubuntu-24.04", "    runs-on: [[ubuntu]]", {"check-jsonschema"}),
-    ("unknown event", "  pull_request:", "  pull_requests:", {"check-jsonschema"}),
-    ("typo'd step key", "        if: failure()", "        iff: failure()", {"check-jsonschema"}),
-    ("template injection", "make test 2>&1", "make test ${{ github.head_ref }} 2>&1", {"zizmor"}),
-    ("unpinned third-party action", "uses: actions/cache@v4", "uses: someone/cache@v4",
-     {"zizmor"}),
-]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def linted(tmp_path_factory):
-    """Broken copies of ci.yml, one per mutation, and check-jsonschema's errors per file.
-
-    check-jsonschema (the slow one to start) runs once, on the real workflows and all the broken
-    copies together."""
-    text = CI.read_text(encoding="utf-8")
-    broken = []
-    for i, (what, old, new, _) in enumerate(MUTATIONS):
-        assert old in text, f"the anchor {old!r} ({what}) is no longer in {CI.name}"
-        folder = tmp_path_factory.mktemp(f"mutation{i}") / ".github" / "workflows"
-        folder.mkdir(parents=True)
-        broken.append(folder / "ci.yml")
-        broken[-1].write_text(text.replace(old, new, 1), encoding="utf-8")
-    cmd = [tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
-           "-o", "JSON", *map(str, all_workflows() + broken)]  # fmt: skip
-    run = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=180, cwd=ROOT)
-    assert run.stdout.strip().startswith("{"), f"check-jsonschema failed:\n{run.stderr}"
-    errors = {}
-    for error in json.loads(run.stdout).get("errors", []):
-        path = (ROOT / error["filename"]).resolve()
-        detail = error.get("best_deep_match") or error.get("best_match") or error
-        errors.setdefault(path, []).append(f"{detail['path']}: {detail['message']}")
-    return broken, errors
-
-
-def test_workflows_pass_the_linters(linted):
-    _, errors = linted
-    for path in all_workflows():
-        assert path.resolve() not in errors, (
-            f"check-jsonschema (GitHub workflow schema) rejects {path.name}:\n"
-            + "\n".join(errors[path.resolve()])
-        )
+def test_the_workflows_pass_the_linters():
+    assert CI.exists(), "expected .github/workflows/ci.yml"
+    errors = check_jsonschema(all_workflows())
+    assert not errors, f"check-jsonschema (GitHub workflow schema) rejects: {errors}"
     result = zizmor(all_workflows())
     assert result.returncode == 0, f"zizmor failed:\n{result.stdout}\n{result.stderr}"
 
 
-def test_the_linters_catch_broken_workflows(linted):
-    broken, errors = linted
-    missed = []
-    for path, (what, _, new, caught_by) in zip(broken, MUTATIONS, strict=True):
-        if "check-jsonschema" in caught_by and path.resolve() not in errors:
-            missed.append(f"check-jsonschema missed the {what} ({new.strip()!r})")
-        if "zizmor" in caught_by and zizmor([path]).returncode == 0:
-            missed.append(f"zizmor missed the {what} ({new.strip()!r})")
-    assert not missed, "\n".join(missed)
+# Two workflows written for this test, each with one mistake: a misspelt key, which the schema
+# catches, and an attacker-controlled branch name pasted into a shell script, which zizmor catches.
+def workflow(job: dict) -> dict:
+    return {"name": "broken", "on": {"pull_request": None}, "permissions": {},
+            "jobs": {"job": job}}  # fmt: skip
 
 
-CRON_FIELDS = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)]
-CRON_NAMES = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|sun|mon|tue|wed|thu|fri|sat)"
-CRON_PART = rf"(\*|\d+(?:-\d+)?|{CRON_NAMES}(?:-{CRON_NAMES})?)(?:/(\d+))?"
+MISSPELT = workflow({"runs_on": "ubuntu-24.04", "steps": [{"run": "true"}]})
+INJECTION = workflow({"runs-on": "ubuntu-24.04", "steps": [{"run": "echo ${{ github.head_ref }}"}]})
 
 
-def valid_cron_field(field: str, low: int, high: int) -> bool:
-    for part in field.split(","):
-        m = re.fullmatch(CRON_PART, part, re.IGNORECASE)
-        if not m:
-            return False
-        numbers = [int(n) for n in re.findall(r"\d+", m[1])]
-        if any(not low <= n <= high for n in numbers):
-            return False
-    return True
+def test_the_linters_reject_a_broken_workflow(tmp_path):
+    folder = tmp_path / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    misspelt, injection = folder / "misspelt.yml", folder / "injection.yml"
+    misspelt.write_text(yaml.safe_dump(MISSPELT, sort_keys=False), encoding="utf-8")
+    injection.write_text(yaml.safe_dump(INJECTION, sort_keys=False), encoding="utf-8")
+    errors = check_jsonschema([misspelt]).get(misspelt.resolve(), [])
+    assert errors, "check-jsonschema missed the misspelt runs-on"
+    result = zizmor([injection])
+    assert result.returncode != 0 and "template-injection" in result.stdout, result.stdout
 
 
-@pytest.mark.parametrize("path", all_workflows(), ids=lambda p: p.name)
-def test_workflow_references_are_consistent(path):
-    """What the schema cannot see: references between jobs and steps, cron, expressions."""
-    wf = load_workflow(path)
-    text = path.read_text(encoding="utf-8")
-    assert text.count("${{") == text.count("}}"), "unbalanced ${{ ... }} expression"
-    jobs = wf["jobs"]
-    for name, job in jobs.items():
-        needs = job.get("needs", [])
-        for need in [needs] if isinstance(needs, str) else needs:
-            assert need in jobs, f"job {name} needs {need!r}, which is not a job of {path.name}"
-        ids = [s["id"] for s in steps(job) if "id" in s]
-        assert len(ids) == len(set(ids)), f"job {name} has duplicate step ids {ids}"
-        for ref in re.findall(r"steps\.([A-Za-z_][\w-]*)", json.dumps(job)):
-            assert ref in ids, f"job {name} refers to steps.{ref}, which has no such id"
-    for entry in triggers(wf).get("schedule") or []:
-        fields = entry["cron"].split()
-        assert len(fields) == 5, f"cron {entry['cron']!r} does not have 5 fields"
-        for field, (low, high) in zip(fields, CRON_FIELDS, strict=True):
-            assert valid_cron_field(field, low, high), f"cron {entry['cron']!r}: bad {field!r}"
+# --- .ci/run and the CI workflow ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", all_workflows(), ids=lambda p: p.name)
-def test_actions_are_pinned(path):
-    """GitHub's own actions by major version (actions/x@v4), anything else by commit hash."""
-    for job in load_workflow(path)["jobs"].values():
-        for step in steps(job):
-            if "uses" not in step:
-                continue
-            ref = step["uses"]
-            if ref.startswith("actions/"):
-                assert re.fullmatch(r"actions/[\w.-]+@v\d+", ref), f"{ref}: pin a major version"
-            else:
-                assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", ref), (
-                    f"{ref}: pin a third-party action to a full commit hash"
-                )
+def run_ci_script(tmp_path: Path, make_status: int) -> tuple[subprocess.CompletedProcess, str]:
+    """.ci/run with stand-ins for `make` (records its arguments and REQUIRE_BROWSER, exits with
+    ``make_status``) and `chromium` (so that nothing is installed)."""
+    fake = tmp_path / "bin"
+    fake.mkdir(parents=True)
+    log = tmp_path / "make.log"
+    (fake / "make").write_text(
+        f'#!/bin/sh\necho "make $* REQUIRE_BROWSER=$REQUIRE_BROWSER PWD=$PWD" > "{log}"\n'
+        f"exit {make_status}\n"
+    )
+    (fake / "chromium").write_text("#!/bin/sh\nexit 0\n")
+    for name in ("make", "chromium"):
+        (fake / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("REQUIRE_BROWSER", None)
+    result = subprocess.run(["bash", str(CI_RUN)], env=env, capture_output=True, text=True,
+                            timeout=60, check=False)  # fmt: skip
+    return result, log.read_text().strip() if log.exists() else ""
 
 
-# --- CI: the README's test command -------------------------------------------------------------
-
-
-def test_ci_runs_exactly_the_readme_test_command():
+def test_ci_run_runs_the_readme_test_command_and_keeps_its_status(tmp_path):
     readme_cmd = readme_test_command()
     assert readme_cmd == "make test", f"the README's test command is now {readme_cmd!r}"
-    assert ci_run_command() == readme_cmd, ".ci/run does not run the README's test command"
-    wf = load_workflow(CI)
-    job, _, _ = ci_test_job(wf)
-    commands = [c for s in steps(job) for c in make_commands(s.get("run", ""))]
-    assert commands == [readme_cmd], (
-        f"the CI job should run exactly `{readme_cmd}` (as README.md and .ci/run do), "
-        f"it runs {commands}"
-    )
+    passed, called = run_ci_script(tmp_path / "pass", make_status=0)
+    assert passed.returncode == 0, passed.stderr
+    assert called == f"{readme_cmd} REQUIRE_BROWSER=1 PWD={ROOT}", called
+    failed, _ = run_ci_script(tmp_path / "fail", make_status=3)
+    assert failed.returncode == 3, ".ci/run does not exit with the status of `make test`"
 
 
-def test_ci_sets_the_environment_that_ci_run_exports():
-    """What .ci/run exports before `make test` (REQUIRE_BROWSER=1, ...), the CI job sets too."""
-    exported = dict(
-        re.findall(
-            r"^\s*export\s+(\w+)=[\"']?([^\"'\s]*)",
-            (ROOT / ".ci" / "run").read_text(),
-            re.MULTILINE,
-        )
-    )
-    wf = load_workflow(CI)
-    job, make_index, _ = ci_test_job(wf)
-    env = {**wf.get("env", {}), **job.get("env", {}), **steps(job)[make_index].get("env", {})}
-    for name, value in exported.items():
-        assert str(env.get(name)) == value, (
-            f".ci/run exports {name}={value} before `make test`; the CI job sets {env.get(name)!r}"
+def ci_jobs() -> dict:
+    return load_workflow(CI)["jobs"]
+
+
+def test_ci_runs_ci_run_and_nothing_else():
+    """The workflow calls .ci/run instead of re-implementing it: one step runs it, keeping its
+    exit status through the log's pipe, and no step runs make or pytest itself."""
+    scripts = [(name, s["run"]) for name, job in ci_jobs().items() for s in steps(job) if "run" in s]
+    runs_ci = [(name, run) for name, run in scripts if re.search(r"(^|\s)\.ci/run\b", run)]
+    assert len(runs_ci) == 1, f"expected one step that runs .ci/run, found {runs_ci}"
+    job = ci_jobs()[runs_ci[0][0]]
+    shell = job.get("defaults", {}).get("run", {}).get("shell")
+    assert "set -o pipefail" in runs_ci[0][1] and shell == "bash", "the exit status is lost in |"
+    for _, run in scripts:
+        assert not re.search(r"(^|[\s;&|])(make|pytest|python -m pytest)\b", run), (
+            f"a workflow step runs the tests itself instead of .ci/run: {run!r}"
         )
 
 
-def test_ci_triggers_and_weekly_schedule():
+def test_ci_triggers():
     on = triggers(load_workflow(CI))
     for event in ("push", "pull_request", "schedule", "workflow_dispatch"):
         assert event in on, f"{CI.name} does not run on {event}"
-    crons = [entry["cron"].split() for entry in on["schedule"]]
-    assert any(
-        len(f) == 5
-        and f[2] == "*"
-        and f[3] == "*"
-        and re.fullmatch(r"[0-7]|[a-z]{3}", f[4], re.IGNORECASE)
-        and f[0].isdigit()
-        and f[1].isdigit()
-        for f in crons
-    ), f"no weekly schedule (one fixed time on one day of the week) among {crons}"
 
 
-def test_ci_uses_python_3_11_and_caches_pip_on_requirements():
-    wf = load_workflow(CI)
-    job, make_index, _ = ci_test_job(wf)
+def test_ci_runs_on_python_3_11_with_a_pip_cache_keyed_on_the_locks():
+    job = next(j for j in ci_jobs().values() if any(".ci/run" in s.get("run", "") for s in steps(j)))
     container = job.get("container")
     image = container.get("image") if isinstance(container, dict) else container
-    setup = [s for s in steps(job) if uses(s) == "actions/setup-python"]
-    assert (image and re.match(r"python:3\.11(?:[-.]|$)", image)) or (
-        setup and str(setup[0].get("with", {}).get("python-version")) == "3.11"
-    ), "the test job does not run on Python 3.11"
-
-    def keyed_on_requirements(i, step):
-        args = step.get("with", {})
-        if uses(step) == "actions/cache":
-            return "pip" in str(args.get("path")) and "hashFiles('requirements.txt')" in str(
-                args.get("key")
-            )
-        if uses(step) == "actions/setup-python":
-            return args.get("cache") == "pip" and "requirements.txt" in str(
-                args.get("cache-dependency-path")
-            )
-        return False
-
-    caches = [i for i, s in enumerate(steps(job)) if keyed_on_requirements(i, s)]
-    assert caches and caches[0] < make_index, "no pip cache keyed on requirements.txt before make"
+    assert image and re.match(r"python:3\.11(?:[-.]|$)", image), "the test job is not on 3.11"
+    cache = [s for s in steps(job) if uses(s) == "actions/cache"]
+    assert cache and "pip" in str(cache[0]["with"]["path"])
+    key = str(cache[0]["with"]["key"])
+    for lock in ("requirements.txt", "requirements-dev.txt"):
+        assert f"'{lock}'" in key, f"the pip cache is not keyed on {lock}"
 
 
-def test_ci_installs_debian_chromium_before_the_tests():
-    job, make_index, _ = ci_test_job(load_workflow(CI))
-    installs = [
-        i
-        for i, s in enumerate(steps(job))
-        if re.search(r"apt-get install\b[^\n]*\bchromium\b", s.get("run", ""))
-    ]
-    assert installs, "no step installs chromium with apt-get"
-    assert installs[0] < make_index, "chromium is installed after the tests run"
-    container = job.get("container")
-    image = container.get("image") if isinstance(container, dict) else container
-    assert image and re.search(r"(bookworm|trixie|debian)", image), (
-        "apt-get installs Debian's chromium only in a Debian image (on the Ubuntu runner "
-        "`chromium` is a transitional package for a snap)"
+def test_reports_are_uploaded_when_the_tests_fail():
+    job = next(j for j in ci_jobs().values() if any(".ci/run" in s.get("run", "") for s in steps(j)))
+    names = [uses(s) or s.get("run", "") for s in steps(job)]
+    i_run = next(i for i, s in enumerate(steps(job)) if ".ci/run" in s.get("run", ""))
+    tee = re.search(r"\|\s*tee\s+(\S+)", steps(job)[i_run]["run"])
+    upload = [s for s in steps(job)[i_run:] if uses(s) == "actions/upload-artifact"]
+    assert tee and upload, f"the test log is not kept and uploaded: {names}"
+    assert upload[0].get("if") == "failure()"
+    paths = str(upload[0]["with"]["path"])
+    assert tee[1] in paths and "_build/html/reports" in paths and "_build/screenshots" in paths
+
+
+# --- Pages: only what passed -------------------------------------------------------------------
+
+
+def test_pages_publishes_only_a_tested_push_to_main():
+    jobs = ci_jobs()
+    on_main = "github.event_name == 'push' && github.ref == 'refs/heads/main'"
+    # the test job hands over the site it built, in a step reached only when .ci/run passed
+    test_name, test = next((n, j) for n, j in jobs.items()
+                           if any(".ci/run" in s.get("run", "") for s in steps(j)))  # fmt: skip
+    i_run = next(i for i, s in enumerate(steps(test)) if ".ci/run" in s.get("run", ""))
+    hand_over = [(i, s) for i, s in enumerate(steps(test))
+                 if uses(s) == "actions/upload-pages-artifact"]  # fmt: skip
+    assert len(hand_over) == 1, "the test job should upload the site it tested, once"
+    i_upload, upload = hand_over[0]
+    assert i_upload > i_run and upload["with"]["path"].rstrip("/") == "_build/html"
+    assert upload.get("if") == on_main, "the site is handed over for a push to main only"
+    assert not re.search(r"always\(\)|failure\(\)|cancelled\(\)", str(upload.get("if"))), (
+        "the hand-over must not run when the tests failed"
     )
-
-
-def test_ci_keeps_the_exit_status_and_uploads_reports_on_failure():
-    wf = load_workflow(CI)
-    job, make_index, run = ci_test_job(wf)
-    step = steps(job)[make_index]
-    tee = re.search(r"\|\s*tee\s+(?:-a\s+)?(\S+)", run)
-    if "|" in run:
-        shell = (
-            step.get("shell")
-            or job.get("defaults", {}).get("run", {}).get("shell")
-            or (wf.get("defaults", {}).get("run", {}).get("shell"))
-        )
-        assert shell == "bash" or "set -o pipefail" in run, (
-            "make's exit status is lost in the pipe: use `shell: bash` (which sets pipefail)"
-        )
-    i, upload = find_step(job, "actions/upload-artifact")
-    assert i > make_index and "failure()" in str(upload.get("if")), (
-        "the artifacts should be uploaded after the tests, if: failure()"
-    )
-    paths = str(upload["with"]["path"])
-    assert "_build/html/reports" in paths, "the build reports are not uploaded"
-    assert tee, "the make test output is not saved to a log file with tee"
-    assert tee[1] in paths, f"the log {tee[1]} is not uploaded"
-
-
-# --- Pages -------------------------------------------------------------------------------------
-
-
-def test_pages_builds_on_pushes_to_main_only():
-    wf = load_workflow(PAGES)
-    assert triggers(wf) == {"push": {"branches": ["main"]}}, (
-        f"{PAGES.name} should run on pushes to main only, runs on {triggers(wf)}"
-    )
+    # the deployment waits for the test job, and only that job deploys
+    deploy = [(n, j) for n, j in jobs.items() if any(uses(s) == "actions/deploy-pages"
+                                                     for s in steps(j))]  # fmt: skip
+    assert len(deploy) == 1
+    name, job = deploy[0]
+    needs = job.get("needs", [])
+    assert test_name in ([needs] if isinstance(needs, str) else needs), f"{name} does not wait"
+    assert job.get("if") == on_main and "always()" not in str(job.get("if"))
+    perms = job.get("permissions", {})
+    assert perms.get("pages") == "write" and perms.get("id-token") == "write", perms
+    assert job.get("environment", {}).get("name") == "github-pages"
+    assert load_workflow(CI)["permissions"] == {"contents": "read"}
+    for other, other_job in jobs.items():
+        if other != name:
+            assert "pages" not in other_job.get("permissions", {}), f"{other} need not write Pages"
+    assert job["concurrency"]["cancel-in-progress"] is False, "a deployment is never cut off"
+    # no other workflow deploys
+    for path in all_workflows():
+        if path != CI:
+            text = path.read_text(encoding="utf-8")
+            assert "deploy-pages" not in text, f"{path.name} deploys without the tests"
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     assert config["repository"]["branch"] == "main", "_config.yml's branch is not main"
-
-
-def test_pages_publishes_build_html_with_the_official_actions():
-    wf = load_workflow(PAGES)
-    jobs = wf["jobs"]
-    build = next(
-        j
-        for j in jobs.values()
-        if any(uses(s) == "actions/upload-pages-artifact" for s in steps(j))
-    )
-    i_book = next(i for i, s in enumerate(steps(build)) if make_commands(s.get("run", "")))
-    assert make_commands(steps(build)[i_book]["run"]) == ["make book"]
-    find_step(build, "actions/configure-pages")
-    i_upload, upload = find_step(build, "actions/upload-pages-artifact")
-    assert i_upload > i_book
-    assert upload.get("with", {}).get("path", "").rstrip("/") == "_build/html"
-
-    name, deploy = next(
-        (n, j) for n, j in jobs.items() if any(uses(s) == "actions/deploy-pages" for s in steps(j))
-    )
-    build_name = next(n for n, j in jobs.items() if j is build)
-    needs = deploy.get("needs", [])
-    assert build_name in ([needs] if isinstance(needs, str) else needs)
-    perms = {**wf.get("permissions", {}), **deploy.get("permissions", {})}
-    assert perms.get("pages") == "write" and perms.get("id-token") == "write", (
-        f"the deploy job needs pages: write and id-token: write, has {perms}"
-    )
-    assert deploy.get("environment", {}).get("name") == "github-pages"
-    for other, job in jobs.items():
-        if other != name:
-            assert "pages" not in job.get("permissions", {}), f"{other} need not write Pages"
-    assert wf["concurrency"]["group"] and wf["concurrency"]["cancel-in-progress"] is False, (
-        "one Pages deployment at a time, never cancelled half way"
-    )
 
 
 # --- pre-commit and the notebook metadata check ------------------------------------------------
