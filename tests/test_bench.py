@@ -78,6 +78,7 @@ def test_a_notebook_whose_conclusions_fail_is_measured_not_fatal(tmp_path, monke
     assert stats["memory"] > 50 * 2**20  # a kernel that imported PyTorch
     assert [r["examples"] for r in stats["training"]] == [4 * 64]
     assert 0 < stats["training"][0]["seconds"] < stats["seconds"]
+    assert stats["load"] >= 0
     assert nbformat.read(path, as_version=4) == nb  # nothing written back
 
 
@@ -123,6 +124,20 @@ def test_the_page_renders_from_saved_measurements(tmp_path):
     assert "The slowest lab took 120 s (lab9_demo, budget 90 s)." in text
     assert "Training networks took 36 % of the 2.2 min" in text
     assert "No notebook needed more than 768 MiB of memory (01_x)." in text
+    assert "busy with other work" not in text  # no load recorded: nothing said about it
+
+
+def test_the_page_says_when_the_machine_was_busy(tmp_path):
+    saved = saved_results(tmp_path, load=9.0)
+    results = json.loads(saved.read_text())
+    results["machine"]["cores"] = 2
+    results["rows"][1]["load"] = 7.0
+    saved.write_text(json.dumps(results))
+    page = tmp_path / "running.md"
+    bench.main(["--render-only", "--results", str(saved), "--page", str(page)])
+    text = page.read_text()
+    assert "* load average of the machine during the run: 8.0" in text
+    assert "busy with other work during this run (load average 8.0 on 2 cores)" in text
 
 
 def test_failed_conclusions_and_errors_show_in_the_status(tmp_path):

@@ -153,6 +153,14 @@ def _stdout(cell) -> str:
     return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
 
 
+def _load() -> float | None:
+    """The 1-minute load average (runnable processes), or None where the OS has none."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
 def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT) -> dict:
     """Execute ``path`` in a fresh kernel (nothing is written back) and measure it.
 
@@ -168,7 +176,8 @@ def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT)
     nb.cells = [setup, *nb.cells, probe]
     client = execute.new_client(nb, path, timeout=timeout)
     os.environ["DEPTHLAB_SEED"] = str(seed)  # the kernel inherits this process's environment
-    stats = dict(memory=None, training=[], conclusions_failed=None, error=None)
+    stats = dict(memory=None, training=[], conclusions_failed=None, error=None,
+                 load=_load())
     start = time.perf_counter()
     try:
         with client.setup_kernel():
@@ -187,6 +196,8 @@ def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT)
         stats.setdefault("seconds", time.perf_counter() - start)
     finally:
         execute.finish(client)
+    if stats["load"] is not None:  # the machine's load while the notebook ran: start and end
+        stats["load"] = (stats["load"] + _load()) / 2
     stats["claims"] = glued_claims(nb)
     return stats
 
@@ -281,7 +292,12 @@ def _list(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def summary(rows: list[dict]) -> str:
+def mean_load(rows: list[dict]) -> float | None:
+    loads = [r["load"] for r in rows if r.get("load") is not None]
+    return sum(loads) / len(loads) if loads else None
+
+
+def summary(rows: list[dict], cores: int | None = None) -> str:
     """The paragraph under the table, written from the measurements."""
     total = sum(r["seconds"] for r in rows)
     missed = [r for r in rows if over_budget(r)]
@@ -306,6 +322,11 @@ def summary(rows: list[dict]) -> str:
         big = max(measured, key=lambda r: r["memory"])
         text.append(f"No notebook needed more than {big['memory'] / 2**20:.0f} MiB of memory "
                     f"({_name(big['path'])}).")
+    load = mean_load(rows)
+    if load is not None and cores and load > 1.25 * cores:
+        text.append(f"The machine was busy with other work during this run (load average "
+                    f"{load:.1f} on {cores} cores), so these times are longer than on an idle "
+                    "machine, and budgets missed on time may be met there.")
     return " ".join(text)
 
 
@@ -331,10 +352,12 @@ def render(results: dict) -> str:
         f"* Python {m['python']}, PyTorch {m['torch']}, NumPy {m['numpy']}, "
         f"matplotlib {m['matplotlib']}",
         f"* all {len(rows)} notebooks, one after the other: {total / 60:.1f} min",
+        *([f"* load average of the machine during the run: {mean_load(rows):.1f}"]
+          if mean_load(rows) is not None else []),
         "",
         *table(rows),
         "",
-        summary(rows),
+        summary(rows, m.get("cores")),
         "",
         "## Do the conclusions depend on the seed?",
         "",
@@ -400,7 +423,7 @@ def measure(only: list[str], seeds: list[int], timeout: int = execute.CELL_TIMEO
         rows.append(stats)
         print(_report(rel, stats, 0), flush=True)
     print("\n".join(table(rows)))
-    print(summary(rows))
+    print(summary(rows, os.cpu_count()))
 
     claims = {r["path"]: {0: r["claims"]} for r in rows if r["claims"]}
     for rel in claims:
