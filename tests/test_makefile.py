@@ -135,17 +135,27 @@ def test_pinned(tmp_path):
 
 @pytest.fixture
 def project(tmp_path):
-    """A copy of the files `make setup` reads, a stand-in .venv, and a PATH with `make` and
-    `python3` only: no sha256sum, no shasum."""
+    """A copy of the files `make setup` reads, a stand-in .venv, and a PATH without sha256sum
+    or shasum."""
     if MAKE is None:
         pytest.skip("make is not installed")
     root = tmp_path / "project"
     for name in COPIED:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, root / name)
+    # every command of /usr/bin and /bin, as on a stock macOS, but no hash tool, and python3 is
+    # the interpreter running these tests
     bin_ = tmp_path / "bin"
     bin_.mkdir()
-    (bin_ / "make").symlink_to(MAKE)
+    for folder in (Path("/usr/bin"), Path("/bin")):
+        for command in folder.iterdir() if folder.is_dir() else []:
+            name = command.name
+            if name in ("sha256sum", "shasum") or name.startswith("python"):
+                continue
+            if not (bin_ / name).exists():
+                (bin_ / name).symlink_to(command)
+    if not (bin_ / "make").exists():
+        (bin_ / "make").symlink_to(MAKE)
     (bin_ / "python3").symlink_to(BASE_PYTHON)
     log = tmp_path / "pip.log"
     fake_venv(root / ".venv", log)
