@@ -4,94 +4,37 @@ Run after the site is built (``make browser`` does both in order). For every HTM
 ``_build/html`` they assert: no console errors; every image loaded; math rendered by MathJax with
 no raw ``$...$`` / ``\\(...\\)`` left in the text; every internal link points to a file that exists;
 every no-kernel twin panel responds to its slider; the page and its assets weigh under 5 MB. They
-also check that search works offline, and save a screenshot of every page in the light and the
-dark theme under ``_build/screenshots/`` for review, with a page-weight table in
-``_build/screenshots/page_weights.txt``.
+also check that search works offline, and write a page-weight table to
+``_build/screenshots/page_weights.txt``. Each page in the light and the dark theme, its
+accessibility and its screenshots are in test_axe.py; keyboard use in test_keyboard.py.
 
 The whole module is skipped, with a message saying how to install it, when Chromium is missing,
-unless REQUIRE_BROWSER=1 (set by .ci/run), which turns the skip into an error.
+unless REQUIRE_BROWSER=1 (set by .ci/run), which turns the skip into an error (sitekit.py).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from sitekit import (
+    ROOT,
+    SHOTS,
+    SITE,
+    offline_page,
+    open_page,
+    page_id,
+    require_chromium,
+    site_pages,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-SITE = ROOT / "_build" / "html"
-SHOTS = ROOT / "_build" / "screenshots"
+require_chromium()
+
 MAX_PAGE_BYTES = 5 * 1024 * 1024
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-
-if CHROMIUM is None and os.environ.get("REQUIRE_BROWSER") == "1":
-    raise RuntimeError("REQUIRE_BROWSER=1 but Chromium is not installed (apt-get install chromium)")
-if CHROMIUM is None:
-    pytest.skip("browser tests need Chromium: install Debian's package with "
-                "`sudo apt-get install chromium` (CI's .ci/run does this)", allow_module_level=True)
-
-playwright = pytest.importorskip("playwright.sync_api")
-
-
-def site_pages():
-    if not (SITE / "index.html").exists():
-        return []
-    # index.html only redirects to intro.html; search has its own test below
-    skip = {"genindex.html", "search.html", "index.html"}
-    return sorted(p for p in SITE.rglob("*.html")
-                  if p.name not in skip and "_static" not in p.parts and "_sources" not in p.parts)
-
-
 PAGES = site_pages()
-IDS = [str(p.relative_to(SITE)) for p in PAGES]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    shutil.rmtree(SHOTS, ignore_errors=True)
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-def offline_page(browser, theme="light"):
-    """A page whose every non-file request is aborted, recording errors and loaded bytes."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                  color_scheme="dark" if theme == "dark" else "light")
-    context.add_init_script(f"localStorage.setItem('mode', '{theme}');"
-                            f"localStorage.setItem('theme', '{theme}');")
-    blocked = []
-
-    def route(r):
-        if r.request.url.startswith(("file:", "data:", "blob:", "about:")):
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.errors, page.blocked, page.files = [], blocked, set()
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("requestfailed", lambda r: page.errors.append(f"failed to load {r.url}")
-            if not r.url.startswith("data:") else None)
-    page.on("request", lambda r: page.files.add(r.url) if r.url.startswith("file:") else None)
-    return page
-
-
-def open_page(page, path: Path):
-    page.goto(path.as_uri(), wait_until="load")
-    # MathJax typesets asynchronously: wait for its first typesetting pass to finish
-    page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise"
-                  " ? MathJax.startup.promise.then(() => true) : true")
+IDS = [page_id(p) for p in PAGES]
 
 
 def test_the_site_was_built():
@@ -161,21 +104,7 @@ def test_page_offline(browser, path):
     SHOTS.mkdir(parents=True, exist_ok=True)
     with open(SHOTS / "page_weights.txt", "a") as log:
         log.write(f"{weight:>10d}  {name}\n")
-
-    # 7. screenshots for review, light and dark
-    shot = SHOTS / "light" / (name.replace("/", "__") + ".png")
-    shot.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(shot), full_page=True)
     page.context.close()
-
-    dark = offline_page(browser, theme="dark")
-    open_page(dark, path)
-    assert dark.evaluate("document.documentElement.dataset.theme") == "dark"
-    assert not dark.errors, f"{name} (dark theme) logged errors: {dark.errors[:3]}"
-    shot = SHOTS / "dark" / (name.replace("/", "__") + ".png")
-    shot.parent.mkdir(parents=True, exist_ok=True)
-    dark.screenshot(path=str(shot), full_page=True)
-    dark.context.close()
 
 
 def test_search_works_offline(browser):
