@@ -17,12 +17,14 @@ around it, and every name below is available as ``dl.<name>`` after ``import dep
 Maintainer tooling (executing and timing notebooks) lives in ``tools/``, not here.
 """
 
+from .benchmarks import load_mnist1d
 from .data import spirals, split, two_spirals
 from .models import ACTIVATIONS, ALPHA_WORDS, INITS, NORMS, Block, DeepMLP, init_linear
 from .plots import COLORS, color, layer_heatmap, markdown_table, use_style
 from .probes import Probe, jacobian, jacobian_singular_values, weight_grad_norms
 from .report import geometric_mean, glue, significant
 from .reproduce import ConclusionFailed, conclusions, default_device, lab_seed
+from .resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores
 from .sweep import depth_sweep, train_many, train_together
 from .training import History, accuracy, evaluate_loss, set_seed, train
 from .transformer import (
@@ -36,10 +38,12 @@ from .transformer import (
 from .twin import panel, scrubber
 
 __all__ = [
-    "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "Block", "color", "COLORS", "ConclusionFailed",
+    "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "BasicBlock", "Block", "BottleneckBlock", "color",
+    "COLORS", "ConclusionFailed",
     "conclusions", "DeepMLP", "default_device", "depth_sweep", "evaluate_loss", "geometric_mean",
     "glue", "History", "init_linear", "INITS", "jacobian", "jacobian_singular_values", "lab_seed",
-    "layer_heatmap", "markdown_table", "NORMS", "panel", "Probe", "scrubber", "SeqHistory",
+    "layer_heatmap", "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "Probe",
+    "ResNet1d", "scrubber", "SeqHistory",
     "sequence_accuracy", "sequence_task", "set_seed", "significant", "spirals", "split",
     "TinyTransformer", "train", "train_many", "train_sequence", "train_together",
     "TransformerBlock", "two_spirals", "use_style", "weight_grad_norms",
