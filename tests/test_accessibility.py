@@ -110,3 +110,38 @@ def test_images_in_the_prose_have_alt_text(path):
             if tag == "img" and alt_text_problem(attrs.get("alt")):
                 problems.append(f"cell {k}: <img>: {alt_text_problem(attrs.get('alt'))}")
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+# ---------------------------------------------------------------- the book's own fixes
+
+
+def test_the_page_fixes_replace_deprecated_roles_and_mismatched_names():
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import a11y
+
+    body = ('<div role="list" class="citation-list"><div class="citation" role="doc-biblioentry">'
+            '</div></div><details class="hide"><summary aria-label="Toggle hidden content">'
+            '<p class="collapsed">Show code cell source</p></summary></details>')
+    context = {"body": body}
+    a11y.fix_page(None, "references", "page.html", context, None)
+    assert 'role="doc-biblioentry"' not in context["body"]
+    assert context["body"].count('role="listitem"') == 1
+    assert "<summary>" in context["body"] and "Toggle hidden content" not in context["body"]
+
+
+def test_the_sidebar_is_the_themes_own_with_the_title_in_a_landmark():
+    # _config.yml lists the left sidebar's components to wrap the title (sidebar-brand.html);
+    # a theme upgrade that changes its default list must be seen here, not lost silently
+    import configparser
+
+    import sphinx_book_theme
+    import yaml
+
+    theme = configparser.ConfigParser()
+    theme.read(Path(sphinx_book_theme.__file__).parent / "theme" / "sphinx_book_theme"
+               / "theme.conf")
+    default = [s.strip() for s in theme["theme"]["sidebars"].split(",")]
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    ours = config["sphinx"]["config"]["html_sidebars"]["**"]
+    assert [s.replace("sidebar-brand.html", "navbar-logo.html") for s in ours] == default
+    assert 'include "navbar-logo.html"' in (ROOT / "_templates" / "sidebar-brand.html").read_text()
