@@ -22,6 +22,7 @@ from __future__ import annotations
 import pytest
 from sitekit import (
     SHOTS,
+    SITE,
     THEMES,
     offline_page,
     open_page,
@@ -33,7 +34,8 @@ from sitekit import (
 require_chromium()
 axe_playwright = pytest.importorskip("axe_playwright_python.sync_playwright")
 
-PAGES = site_pages()
+# every page: the content pages, and Sphinx's search page and index (index.html only redirects)
+PAGES = site_pages() + [p for p in (SITE / "search.html", SITE / "genindex.html") if p.exists()]
 FAILING_IMPACTS = {"serious", "critical"}
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 ALL_RULES = {
