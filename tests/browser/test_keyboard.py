@@ -42,8 +42,9 @@ STOP = """e => { const r = e.getBoundingClientRect();
                      : e.className || '').split(/\\s+/)
       .filter(c => c && !/^(current|active|toggle-button-hidden|CtxtMenu_Attached_\\d+)$/.test(c));
   return {tag: e.tagName, kind: [e.tagName].concat(cls.slice(0, 2)).join('.'),
-          name: (e.getAttribute('aria-label') || e.innerText || e.getAttribute('title') || '')
-                  .replace(/\\s+/g, ' ').trim().slice(0, 60),
+          name: Array.from((e.getAttribute('aria-label') || e.innerText
+                            || e.getAttribute('title') || '').replace(/\\s+/g, ' ').trim())
+                  .slice(0, 60).join(''),  // whole characters: equations are astral-plane text
           x: r.x, y: r.y, w: r.width, h: r.height,
           inMain: !!e.closest('main'), isTwin: !!e.closest('.dl-twin')}; }"""
 
@@ -82,7 +83,7 @@ def walk(page):
 def log(name, lines):
     path = SHOTS / "keyboard" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="replace")
 
 
 @pytest.mark.parametrize("theme", THEMES)
