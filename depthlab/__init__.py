@@ -24,7 +24,7 @@ from .plots import COLORS, color, layer_heatmap, markdown_table, use_style
 from .probes import Probe, jacobian, jacobian_singular_values, weight_grad_norms
 from .report import geometric_mean, glue, significant
 from .reproduce import ConclusionFailed, conclusions, default_device, lab_seed
-from .resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores
+from .resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores, train_resnet
 from .sweep import depth_sweep, train_many, train_together
 from .training import History, accuracy, evaluate_loss, set_seed, train
 from .transformer import (
@@ -45,7 +45,7 @@ __all__ = [
     "layer_heatmap", "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "Probe",
     "ResNet1d", "scrubber", "SeqHistory",
     "sequence_accuracy", "sequence_task", "set_seed", "significant", "spirals", "split",
-    "TinyTransformer", "train", "train_many", "train_sequence", "train_together",
+    "TinyTransformer", "train", "train_many", "train_resnet", "train_sequence", "train_together",
     "TransformerBlock", "two_spirals", "use_style", "weight_grad_norms",
 ]
 

@@ -70,9 +70,6 @@ def _check_claim(name, claim):
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"claim names must be snake_case identifiers such as "
                          f"'plain_degrades'; got {name!r}")
-    if isinstance(claim, (bool, np.bool_)):
-        # a bare True/False: prefer (measured, operator, threshold), which shows the numbers
-        return bool(claim), ""
     if not (isinstance(claim, tuple) and len(claim) == 3 and claim[1] in OPERATORS):
         raise ValueError(f"claim {name!r} must be a tuple (measured, operator, threshold) with "
                          f"operator one of {', '.join(OPERATORS)}; got {claim!r}")
@@ -110,10 +107,9 @@ def conclusions(claims: dict) -> None:
     checked = {name: _check_claim(name, claim) for name, claim in claims.items()}
     width = max(len(name) for name in checked)
     for name, (holds, text) in checked.items():
-        print(f"{name:<{width}}  {text + '  ' if text else ''}{'holds' if holds else 'FAILS'}")
+        print(f"{name:<{width}}  {text}  {'holds' if holds else 'FAILS'}")
         glue(f"holds_{name}", holds, display=False)
-    failed = [f"{name} ({text})" if text else name
-              for name, (holds, text) in checked.items() if not holds]
+    failed = [f"{name} ({text})" for name, (holds, text) in checked.items() if not holds]
     print(f"seed {lab_seed()}: {len(checked) - len(failed)} of {len(checked)} hold")
     if failed:
         raise ConclusionFailed("these conclusions do not hold: " + "; ".join(failed))

@@ -53,6 +53,7 @@ from torch.nn import functional as F
 from ._checks import choice, finite_float, positive_int
 from ._checks import seed as check_seed
 from .models import seeded
+from .training import History, train
 
 ORDERS = ("v1", "preact")
 BLOCKS = ("basic", "bottleneck")
@@ -467,6 +468,11 @@ class ResNet1d(nn.Module):
         x = self._stem(u)
         for block in self.blocks:
             x = block(x)
+        return self.read_out(x)
+
+    def read_out(self, x: torch.Tensor) -> torch.Tensor:
+        """The logits from the last stream ``x_L`` (``model(u)`` is ``model.read_out(x_L)``):
+        a pre-activation network's final BN-ReLU, global average pooling, the linear head."""
         if self.config["order"] == "preact":
             x = torch.relu(self.final_norm(x))
         logits = self.head(x.mean(-1, keepdim=True))[..., 0]      # (batch, members * classes)
@@ -527,3 +533,54 @@ def member_scores(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *,
     finally:
         model.train(mode)
     return loss, acc
+
+
+def train_resnet(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *, steps: int = 400,
+                 lr: float = 0.1, drop_at: int | None = None, warmup: int = 0,
+                 batch_size: int = 64, weight_decay: float = 1e-4, seed: int = 0,
+                 device=None, record: bool = False) -> History:
+    """He et al.'s recipe, shortened: SGD with momentum 0.9 and weight decay, the learning rate
+    divided by 10 for the last part of training.
+
+    Two calls of :func:`depthlab.train`: ``drop_at`` steps at ``lr`` (after a linear
+    ``warmup``), then ``steps - drop_at`` steps at ``lr / 10`` (default ``drop_at``: three
+    quarters of ``steps``). He et al. divide the rate by 10 twice, at half and three quarters of
+    training; one drop serves a short run. The second call starts with a fresh momentum buffer
+    and draws its minibatches from ``seed + 1000``. ``y`` holds one label per example; a stack
+    of networks gets them once per member (:meth:`ResNet1d.targets`). Returns one
+    :class:`~depthlab.training.History` of all ``steps`` (losses and accuracies on the
+    minibatches, averaged over the members of a stack).
+    """
+    if not isinstance(model, ResNet1d):
+        raise ValueError(f"model must be a ResNet1d, got {type(model).__name__}")
+    steps = positive_int("steps", steps, minimum=2)
+    drop_at = (3 * steps) // 4 if drop_at is None else positive_int("drop_at", drop_at)
+    if drop_at >= steps:
+        raise ValueError(f"drop_at must be < steps ({steps}), got {drop_at}")
+    lr = finite_float("lr", lr, positive=True)
+    seed = check_seed("seed", seed)
+    common = dict(optimizer="sgd", batch_size=batch_size, weight_decay=weight_decay,
+                  device=device, record=record)
+    targets = model.targets(y)
+    first = train(model, X, targets, steps=drop_at, lr=lr, warmup=warmup, seed=seed, **common)
+    if first.diverged_at is not None:
+        rest = None
+    else:
+        rest = train(model, X, targets, steps=steps - drop_at, lr=lr / 10, seed=seed + 1000,
+                     **common)
+    parts = [first] if rest is None else [first, rest]
+
+    def joined(name):
+        arrays = [getattr(h, name) for h in parts]
+        if rest is None:  # diverged in the first phase: the rest of the run is NaN
+            pad = np.full((steps - drop_at, *arrays[0].shape[1:]), np.nan)
+            arrays.append(pad)
+        return np.concatenate(arrays)
+
+    meta = {**first.meta, "steps": steps, "drop_at": drop_at, "lr_after_drop": lr / 10}
+    return History(loss=joined("loss"), accuracy=joined("accuracy"),
+                   grad_norms=joined("grad_norms"), update_ratio=joined("update_ratio"),
+                   alphas=joined("alphas"), lr=joined("lr"),
+                   diverged_at=first.diverged_at if rest is None else (
+                       None if rest.diverged_at is None else drop_at + rest.diverged_at),
+                   meta=meta)

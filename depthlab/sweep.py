@@ -33,7 +33,6 @@ from torch import nn
 from torch.func import functional_call, stack_module_state
 
 from ._checks import finite_float, positive_int
-from .plots import markdown_table  # noqa: F401  (lab 1 and lab 2 still call sweep.markdown_table)
 from .reproduce import default_device
 from .training import (
     ADAM_BETAS,

@@ -66,6 +66,8 @@ def test_a_nan_measurement_never_holds(capsys):
     ({}, "at least one"),
     ({"Bad Name": (1, "<", 2)}, "snake_case"),
     ({"ratio": 0.3}, "tuple"),
+    ({"ratio": True}, "tuple"),  # a bare verdict hides the numbers it rests on
+    ({"ratio": np.bool_(False)}, "tuple"),
     ({"ratio": (0.3, "~", 1)}, "operator one of"),
     ({"ratio": ("big", "<", 1)}, "measured value must be a number"),
 ])

@@ -12,7 +12,7 @@ from torch import nn
 
 import depthlab as dl
 from depthlab import benchmarks
-from depthlab.resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores
+from depthlab.resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores, train_resnet
 
 
 def signals(n=6, length=40, seed=0):
@@ -96,6 +96,34 @@ def test_a_stack_trained_with_dl_train_matches_its_members_trained_alone():
     for k, single in enumerate(singles):
         assert stack_loss[k] == pytest.approx(dl.evaluate_loss(single, X, y), rel=1e-4)
         assert stack_acc[k] == pytest.approx(dl.accuracy(single, X, y))
+
+
+def test_train_resnet_is_two_calls_of_dl_train_with_the_rate_divided_by_ten():
+    X, y = signals(64), torch.arange(64) % 10
+    common = dict(optimizer="sgd", batch_size=16, weight_decay=1e-4, record=False, device="cpu")
+    history = train_resnet(ResNet1d(8, 4, seed=0), X, y, steps=8, lr=0.1, drop_at=6, warmup=2,
+                           batch_size=16, device="cpu")
+    np.testing.assert_allclose(history.lr, [0.05, 0.1, 0.1, 0.1, 0.1, 0.1, 0.01, 0.01])
+    twin = ResNet1d(8, 4, seed=0)
+    first = dl.train(twin, X, y, steps=6, lr=0.1, warmup=2, seed=0, **common)
+    second = dl.train(twin, X, y, steps=2, lr=0.01, seed=1000, **common)
+    np.testing.assert_allclose(history.loss, np.concatenate([first.loss, second.loss]),
+                               rtol=1e-6)
+    assert history.meta["drop_at"] == 6 and history.steps == 8
+
+
+def test_train_resnet_trains_a_stack_on_its_own_labels():
+    X, y = signals(64), torch.arange(64) % 10
+    stack = ResNet1d(8, 4, seed=[0, 1])
+    history = train_resnet(stack, X, y, steps=4, batch_size=16, device="cpu")
+    assert history.loss.shape == (4,) and np.isfinite(history.loss).all()
+
+
+def test_read_out_gives_the_logits_of_the_last_stream():
+    for order in ("v1", "preact"):
+        model = ResNet1d(8, 4, order=order, seed=0).eval()
+        torch.testing.assert_close(model.read_out(model.stream(signals())[-1]),
+                                   model(signals()))
 
 
 # ---------------------------------------------------------------- identity and order
@@ -283,6 +311,19 @@ def test_bad_network_arguments_are_rejected(kwargs, message):
 def test_bad_block_arguments_are_rejected(args, kwargs, message):
     with pytest.raises(ValueError, match=message):
         BasicBlock(*args, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(drop_at=8), r"drop_at must be < steps \(8\), got 8"),
+    (dict(steps=1), "steps must be an integer >= 2, got 1"),
+    (dict(lr=0), "lr must be > 0"),
+])
+def test_bad_train_resnet_arguments_are_rejected(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        train_resnet(ResNet1d(8, 4, seed=0), signals(8), torch.zeros(8, dtype=torch.long),
+                     **{**dict(steps=8), **kwargs})
+    with pytest.raises(ValueError, match="model must be a ResNet1d, got DeepMLP"):
+        train_resnet(dl.DeepMLP(2, 4), torch.randn(8, 2), torch.zeros(8, dtype=torch.long))
 
 
 def test_bottleneck_width_must_be_a_multiple_of_four():
