@@ -25,7 +25,6 @@ from sitekit import alt_text_problem  # noqa: E402
 NOTEBOOKS = sorted(p for d in ("chapters", "labs", "solutions") for p in (ROOT / d).glob("*.ipynb"))
 IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
 FIGURE_TYPES = ("image/png", "image/jpeg", "image/svg+xml")
-WRITING = pytest.mark.xfail(strict=False, reason="alt text is being written notebook by notebook")
 
 
 def code_cells(path):
@@ -64,7 +63,6 @@ def test_one_figure_per_code_cell(path):
     assert not crowded, f"{path.name}: cells {crowded} show more than one figure; split them"
 
 
-@WRITING
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_every_figure_has_alt_text_in_its_cell_metadata(path):
     problems = []
@@ -78,7 +76,6 @@ def test_every_figure_has_alt_text_in_its_cell_metadata(path):
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
 
 
-@WRITING
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_every_twin_frame_is_described_and_its_slider_speaks_its_value(path):
     problems = []

@@ -33,9 +33,6 @@ require_chromium()
 PAGES = ["chapters/03_gradient_highway.html", "labs/lab5_ensembles.html"]
 MAX_STOPS = 2000  # a walk longer than this is a keyboard trap (the pages have a few hundred)
 SAMPLES_PER_KIND = 2  # stops of each kind whose focus indicator is checked in pixels
-RERENDERED = pytest.mark.xfail(
-    strict=False, reason="alt text is being written notebook by notebook: twins get aria-valuetext "
-    "when their notebook is re-executed with the current depthlab.twin")
 
 STOP = """e => { const r = e.getBoundingClientRect();
   const cls = String(e.className && e.className.baseVal !== undefined ? e.className.baseVal
@@ -171,7 +168,6 @@ def ax_property(node, name):
     return None
 
 
-@RERENDERED
 @pytest.mark.parametrize("name", PAGES)
 def test_twin_slider_speaks_its_value_in_words(browser, name):
     page = keyboard_page(browser, "light", name)
