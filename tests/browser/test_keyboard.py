@@ -16,9 +16,13 @@ On chapters/03_gradient_highway and labs/lab5_ensembles, in both themes:
 Each walk is written to ``_build/screenshots/keyboard/<page>-<theme>.txt`` (every Tab stop)
 and the figures as a screen reader announces them to ``.../<page>-figures.txt``.
 
-Whether the figures' names describe them is test_alt_text.py's business; the twin's slider
-announcing its value in words (aria-valuetext) needs the notebooks re-executed with the
-current depthlab.twin, so that check is expected to fail until they are.
+Whether the figures' names describe them is test_alt_text.py's business. The twin's slider
+announces its value in words (aria-valuetext). Chromium up to at least 150 reports that text in
+its accessibility tree; Chromium 156 (Debian bookworm's package in November 2026) reports no
+aria-valuetext through the DevTools protocol at all, not even for a plain ``role=slider``. The
+tests probe the browser once: where it reports the text, they check the accessibility tree;
+where it does not, they check the slider's role and value there and its aria-valuetext in the
+page, and say so in the log.
 """
 
 from __future__ import annotations
@@ -168,17 +172,41 @@ def ax_property(node, name):
     return None
 
 
+@pytest.fixture(scope="module")
+def reports_valuetext(browser):
+    """Whether this Chromium puts aria-valuetext into its accessibility tree (see the top)."""
+    page = offline_page(browser)
+    page.set_content("<div role=slider tabindex=0 aria-label=probe aria-valuemin=0 "
+                     "aria-valuemax=2 aria-valuenow=1 aria-valuetext='one of two'></div>")
+    (node,) = ax_nodes(page, "[role=slider]")
+    reported = ax_property(node, "valuetext") == "one of two"
+    if not reported:
+        log("valuetext.txt", ["this Chromium reports no aria-valuetext in its accessibility tree:",
+                              "the sliders' spoken value was checked in the page instead"])
+    page.context.close()
+    return reported
+
+
+def spoken_value(page, selector, reports_valuetext):
+    """The value a screen reader speaks for the slider ``selector``, in words."""
+    (node,) = ax_nodes(page, selector)[:1]
+    assert node["role"]["value"] == "slider"
+    if reports_valuetext:
+        return ax_property(node, "valuetext")
+    # the tree still carries the slider's number, which must be the one the page shows
+    assert node["value"]["value"] == float(page.locator(selector).first.input_value())
+    return page.locator(selector).first.get_attribute("aria-valuetext")
+
+
 @pytest.mark.parametrize("name", PAGES)
-def test_twin_slider_speaks_its_value_in_words(browser, name):
+def test_twin_slider_speaks_its_value_in_words(browser, name, reports_valuetext):
     page = keyboard_page(browser, "light", name)
     twin = page.locator(".dl-twin").first
     labels = twin.evaluate("t => JSON.parse(t.dataset.labels)")
     twin.locator("input[type=range]").focus()
     page.keyboard.press("Home")
     page.keyboard.press("ArrowRight")
-    (slider,) = ax_nodes(page, ".dl-twin input[type=range]")[:1]
-    assert slider["role"]["value"] == "slider"
-    assert ax_property(slider, "valuetext") == labels[1]
+    assert spoken_value(page, ".dl-twin input[type=range]", reports_valuetext) == labels[1]
     page.context.close()
 
 
@@ -226,7 +254,7 @@ def test_figures_are_images_with_names_in_the_accessibility_tree(browser, name):
     page.context.close()
 
 
-def test_a_twin_made_by_the_current_scrubber_is_operable_and_speaks(browser):
+def test_a_twin_made_by_the_current_scrubber_is_operable_and_speaks(browser, reports_valuetext):
     """The same checks on a twin fresh from depthlab.twin.scrubber, whatever the notebooks hold:
     reached by Tab, moved by the keys, its value and its frame announced in words."""
     import matplotlib
@@ -253,9 +281,9 @@ def test_a_twin_made_by_the_current_scrubber_is_operable_and_speaks(browser):
                             (".dl-twin", ".dl-twin img[style*='block']", ".dl-twin input"))
     assert group["role"]["value"] == "group" and "alpha" in group["name"]["value"]
     assert slider["role"]["value"] == "slider" and slider["name"]["value"] == "alpha"
-    assert ax_property(slider, "valuetext") == "alpha = 0.3"
+    assert spoken_value(page, ".dl-twin input", reports_valuetext) == "alpha = 0.3"
     assert image["name"]["value"] == "A straight line from 0 rising to 0.3. Shown for alpha = 0.3."
     page.keyboard.press("End")
-    assert ax_property(ax_nodes(page, ".dl-twin input")[0], "valuetext") == "alpha = 1.0"
+    assert spoken_value(page, ".dl-twin input", reports_valuetext) == "alpha = 1.0"
     assert [n is not None for n in ax_nodes(page, ".dl-twin img")] == [False, False, True]
     page.context.close()
