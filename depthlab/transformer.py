@@ -10,7 +10,15 @@ pre-LN     ``x <- x + A(LN(x))``,      then ``x <- x + FFN(LN(x))``
 =========  ===========================================================
 
 Post-LN is the original transformer (Vaswani et al. 2017); pre-LN is what most large models use
-today, with one extra LayerNorm after the last block (Xiong et al. 2020). The model is an encoder
+today, with one extra LayerNorm after the last block (Xiong et al. 2020). Two variants found in
+published models are options: DeepNorm (Wang et al. 2022, ``norm="deepnorm"``: post-LN with the
+shortcut multiplied by ``alpha = (2L)^(1/4)`` and some weights initialized smaller by
+``beta = (8L)^(-1/4)``, the constants of their encoder-only models) and RMSNorm in place of
+LayerNorm (Zhang and Sennrich 2019, ``norm_layer="rms"``). ``init="gpt2"`` is GPT-2's
+initialization (Radford et al. 2019): every weight from N(0, 0.02^2), and the two matrices that
+write into the residual stream (the attention output and ``W_2``) from N(0, (0.02 / sqrt(2L))^2).
+``residual=False`` removes both skips of every block, and ``layer_drop=p`` skips each block with
+probability ``p`` at every training step (LayerDrop, Fan et al. 2020). The model is an encoder
 (every position attends to every other, no mask) that reads a sequence of tokens and predicts one
 token per position, which is all the generated tasks of :func:`sequence_task` need.
 
@@ -37,8 +45,10 @@ from .models import seeded
 from .reproduce import default_device
 from .training import Record, _check_batch_size, _check_dtype, _evaluating, _fit, _on, _OneModel
 
-TRANSFORMER_NORMS = ("pre", "post")  # where a transformer block's LayerNorms sit
-TRANSFORMER_INITS = ("xavier", "default")
+TRANSFORMER_NORMS = ("pre", "post", "deepnorm")  # where a transformer block's norms sit
+TRANSFORMER_NORM_LAYERS = ("layer", "rms")         # LayerNorm or RMSNorm
+TRANSFORMER_INITS = ("xavier", "default", "gpt2")
+GPT2_STD = 0.02  # GPT-2's standard deviation for every weight
 TASKS = ("copy", "reverse", "sort")
 
 
@@ -61,44 +71,85 @@ class TransformerBlock(nn.Module):
     d_ff:
         Hidden width of the feed-forward network (default ``2 * d_model``).
     norm:
-        ``"pre"`` (``x + F(LN(x))``) or ``"post"`` (``LN(x + F(x))``); see the module docstring.
+        ``"pre"`` (``x + F(LN(x))``), ``"post"`` (``LN(x + F(x))``) or ``"deepnorm"``
+        (``LN(alpha x + F(x))`` with DeepNorm's initialization; needs ``n_layers``); see the
+        module docstring.
     init:
         ``"xavier"`` (every weight matrix from Xavier's normal distribution, biases zero: the
-        setting of Xiong et al.'s analysis) or ``"default"`` (PyTorch's own initialization).
+        setting of Xiong et al.'s analysis), ``"default"`` (PyTorch's own initialization) or
+        ``"gpt2"`` (GPT-2's; needs ``n_layers``).
+    norm_layer:
+        ``"layer"`` (LayerNorm) or ``"rms"`` (RMSNorm: no centring, no bias).
+    residual:
+        ``False`` drops both skips: ``x <- A(LN(x))`` (pre) or ``x <- LN(A(x))`` (post).
+    n_layers:
+        The number of blocks ``L`` of the model the block sits in; DeepNorm and GPT-2's init
+        scale with it (default 1).
     seed:
         Seed of the initial weights (an integer >= 0), or ``None`` for PyTorch's global state.
     """
 
     def __init__(self, d_model: int = 64, n_heads: int = 4, d_ff: int | None = None, *,
-                 norm: str = "pre", init: str = "xavier", seed=None):
+                 norm: str = "pre", init: str = "xavier", norm_layer: str = "layer",
+                 residual: bool = True, n_layers: int = 1, seed=None):
         super().__init__()
         with seeded(seed):
-            self._build(d_model, n_heads, d_ff, norm, init)
+            self._build(d_model, n_heads, d_ff, norm, init, norm_layer, residual, n_layers)
 
-    def _build(self, d_model, n_heads, d_ff, norm, init):
+    def _build(self, d_model, n_heads, d_ff, norm, init, norm_layer, residual, n_layers):
         d_model = positive_int("d_model", d_model)
         n_heads = positive_int("n_heads", n_heads)
         _check_heads(d_model, n_heads)
         d_ff = 2 * d_model if d_ff is None else positive_int("d_ff", d_ff)
         self.norm_position = choice("norm", norm, TRANSFORMER_NORMS)
         choice("init", init, TRANSFORMER_INITS)
+        choice("norm_layer", norm_layer, TRANSFORMER_NORM_LAYERS)
+        if not isinstance(residual, bool):
+            raise ValueError(f"residual must be True or False, got {residual!r}")
+        n_layers = positive_int("n_layers", n_layers)
+        if norm == "deepnorm" and init != "xavier":
+            raise ValueError(f"norm='deepnorm' brings its own initialization (Xavier scaled by "
+                             f"beta); use init='xavier' with it, got init={init!r}")
+        self.residual = residual
+        # DeepNorm's constants for an encoder of L blocks (Wang et al. 2022)
+        self.alpha = (2 * n_layers) ** 0.25 if norm == "deepnorm" else 1.0
         self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
         self.ff1 = nn.Linear(d_model, d_ff)
         self.ff2 = nn.Linear(d_ff, d_model)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
+        self.norm1 = _norm_layer(norm_layer, d_model)
+        self.norm2 = _norm_layer(norm_layer, d_model)
         if init == "xavier":
-            self._xavier(d_model)
+            self._xavier(d_model, beta=(8 * n_layers) ** -0.25 if norm == "deepnorm" else 1.0)
+        elif init == "gpt2":
+            self._gpt2(d_model, n_layers)
 
-    def _xavier(self, d_model: int) -> None:
+    def _qkv(self, d_model: int):
+        # the query, key and value maps are stacked in one (3d, d) matrix: initialize each
+        # d x d piece on its own, as three separate Linear layers would be
+        return self.attn.in_proj_weight.split(d_model)
+
+    def _xavier(self, d_model: int, beta: float = 1.0) -> None:
+        # beta != 1 is DeepNorm: the value map, the attention output and the FFN start smaller
         with torch.no_grad():
-            # the query, key and value maps are stacked in one (3d, d) matrix: initialize each
-            # d x d piece on its own, as three separate Linear layers would be
-            for piece in self.attn.in_proj_weight.split(d_model):
-                nn.init.xavier_normal_(piece)
+            q, k, v = self._qkv(d_model)
+            nn.init.xavier_normal_(q)
+            nn.init.xavier_normal_(k)
+            nn.init.xavier_normal_(v, gain=beta)
             nn.init.zeros_(self.attn.in_proj_bias)
             for layer in (self.attn.out_proj, self.ff1, self.ff2):
-                nn.init.xavier_normal_(layer.weight)
+                nn.init.xavier_normal_(layer.weight, gain=beta)
+                nn.init.zeros_(layer.bias)
+
+    def _gpt2(self, d_model: int, n_layers: int) -> None:
+        with torch.no_grad():
+            for piece in self._qkv(d_model):
+                nn.init.normal_(piece, std=GPT2_STD)
+            nn.init.zeros_(self.attn.in_proj_bias)
+            nn.init.normal_(self.ff1.weight, std=GPT2_STD)
+            # the two writes into the residual stream: 2L of them add up over the model
+            for layer in (self.attn.out_proj, self.ff2):
+                nn.init.normal_(layer.weight, std=GPT2_STD / (2 * n_layers) ** 0.5)
+            for layer in (self.attn.out_proj, self.ff1, self.ff2):
                 nn.init.zeros_(layer.bias)
 
     def attention(self, x: torch.Tensor) -> torch.Tensor:
@@ -109,12 +160,21 @@ class TransformerBlock(nn.Module):
         """The feed-forward sub-layer ``FFN(x) = W_2 relu(W_1 x + b_1) + b_2``."""
         return self.ff2(torch.relu(self.ff1(x)))
 
+    def _skip(self, x: torch.Tensor) -> torch.Tensor | float:
+        if not self.residual:
+            return 0.0
+        return x if self.alpha == 1.0 else self.alpha * x
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.norm_position == "pre":
-            x = x + self.attention(self.norm1(x))
-            return x + self.ffn(self.norm2(x))
-        x = self.norm1(x + self.attention(x))
-        return self.norm2(x + self.ffn(x))
+            x = self._skip(x) + self.attention(self.norm1(x))
+            return self._skip(x) + self.ffn(self.norm2(x))
+        x = self.norm1(self._skip(x) + self.attention(x))
+        return self.norm2(self._skip(x) + self.ffn(x))
+
+
+def _norm_layer(kind: str, d_model: int) -> nn.Module:
+    return nn.LayerNorm(d_model) if kind == "layer" else nn.RMSNorm(d_model, eps=1e-5)
 
 
 class TinyTransformer(nn.Module):
@@ -128,39 +188,66 @@ class TinyTransformer(nn.Module):
         Longest sequence the position embedding covers.
     depth:
         Number of blocks ``L``, >= 1.
-    d_model, n_heads, d_ff, norm, init:
-        Passed to every :class:`TransformerBlock`.
+    d_model, n_heads, d_ff, norm, init, norm_layer, residual:
+        Passed to every :class:`TransformerBlock` (with ``n_layers = depth``). ``init="gpt2"``
+        also draws the token and position embeddings from N(0, 0.02^2).
+    layer_drop:
+        Probability, in [0, 1), that a block is skipped (the stream passes it unchanged) at a
+        training step; every block runs in evaluation mode. The draws come from a generator
+        seeded with ``seed``, so a run is repeatable.
     seed:
         Seed of the initial weights (an integer >= 0): the same model every time. ``None`` draws
         them from PyTorch's global random state.
 
-    Pre-LN models get a final LayerNorm before the read-out (post-LN blocks already end in one).
-    Embeddings start from N(0, 1), as ``nn.Embedding`` does. ``model.blocks`` is the list of
-    blocks and ``model.stream(tokens)`` returns ``[x_0, ..., x_L]``.
+    Pre-LN models get a final norm before the read-out (post-LN and DeepNorm blocks already end
+    in one). Embeddings start from N(0, 1), as ``nn.Embedding`` does, except with
+    ``init="gpt2"``. ``model.blocks`` is the list of blocks, ``model.stream(tokens)`` returns
+    ``[x_0, ..., x_L]`` and ``model.logit_lens(tokens)`` the read-out of each of them.
     """
 
     def __init__(self, vocab: int, seq_len: int, depth: int = 2, *, d_model: int = 64,
                  n_heads: int = 4, d_ff: int | None = None, norm: str = "pre",
-                 init: str = "xavier", seed=None):
+                 init: str = "xavier", norm_layer: str = "layer", residual: bool = True,
+                 layer_drop: float = 0.0, seed=None):
         super().__init__()
+        layer_drop = finite_float("layer_drop", layer_drop, nonnegative=True)
+        if layer_drop >= 1:
+            raise ValueError(f"layer_drop must be in [0, 1) (a probability of skipping a "
+                             f"block), got {layer_drop!r}")
+        self.layer_drop = layer_drop
+        self._drop_seed = 0 if seed is None else check_seed("seed", seed)
+        self._drop_generator = None  # made at the first training step that drops blocks
         with seeded(seed):
-            self._build(vocab, seq_len, depth, d_model, n_heads, d_ff, norm, init)
+            self._build(vocab, seq_len, depth, d_model, n_heads, d_ff, norm, init, norm_layer,
+                        residual)
 
-    def _build(self, vocab, seq_len, depth, d_model, n_heads, d_ff, norm, init):
+    def _build(self, vocab, seq_len, depth, d_model, n_heads, d_ff, norm, init, norm_layer,
+               residual):
         vocab = positive_int("vocab", vocab, minimum=2)
         seq_len = positive_int("seq_len", seq_len)
         depth = positive_int("depth", depth)
         d_model = positive_int("d_model", d_model)
         self.norm_position = choice("norm", norm, TRANSFORMER_NORMS)
+        choice("norm_layer", norm_layer, TRANSFORMER_NORM_LAYERS)
         self.config = dict(vocab=vocab, seq_len=seq_len, depth=depth, d_model=d_model,
-                           n_heads=n_heads, d_ff=d_ff, norm=norm, init=init)
+                           n_heads=n_heads, d_ff=d_ff, norm=norm, init=init,
+                           norm_layer=norm_layer, residual=residual,
+                           layer_drop=self.layer_drop)
         self.embed = nn.Embedding(vocab, d_model)
         self.pos = nn.Parameter(torch.randn(seq_len, d_model))
         self.blocks = nn.ModuleList(
-            TransformerBlock(d_model, n_heads, d_ff, norm=norm, init=init) for _ in range(depth)
+            TransformerBlock(d_model, n_heads, d_ff, norm=norm, init=init,
+                             norm_layer=norm_layer, residual=residual, n_layers=depth)
+            for _ in range(depth)
         )
-        self.final_norm = nn.LayerNorm(d_model) if norm == "pre" else nn.Identity()
+        self.final_norm = (_norm_layer(norm_layer, d_model) if norm == "pre"
+                           else nn.Identity())
         self.head = nn.Linear(d_model, vocab)
+        if init == "gpt2":
+            with torch.no_grad():
+                for weight in (self.embed.weight, self.pos, self.head.weight):
+                    nn.init.normal_(weight, std=GPT2_STD)
+                nn.init.zeros_(self.head.bias)
 
     def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
         if tokens.dim() != 2:
@@ -171,19 +258,37 @@ class TinyTransformer(nn.Module):
                              f"seq_len={self.pos.shape[0]}")
         return self.embed(tokens) + self.pos[: tokens.shape[1]]
 
+    def _kept(self) -> list[bool]:
+        # LayerDrop: which blocks run at this training step (all of them when evaluating)
+        if not (self.training and self.layer_drop > 0):
+            return [True] * len(self.blocks)
+        if self._drop_generator is None:
+            self._drop_generator = torch.Generator().manual_seed(self._drop_seed)
+        draws = torch.rand(len(self.blocks), generator=self._drop_generator)
+        return (draws >= self.layer_drop).tolist()
+
     def stream(self, tokens: torch.Tensor) -> list[torch.Tensor]:
         """The residual stream ``[x_0, x_1, ..., x_L]`` (x_0 = token + position embedding)."""
         xs = [self._embed(tokens)]
-        for block in self.blocks:
-            xs.append(block(xs[-1]))
+        for block, kept in zip(self.blocks, self._kept()):
+            xs.append(block(xs[-1]) if kept else xs[-1])
         return xs
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits of shape ``(batch, length, vocab)``."""
         x = self._embed(tokens)
-        for block in self.blocks:
-            x = block(x)
+        for block, kept in zip(self.blocks, self._kept()):
+            if kept:
+                x = block(x)
         return self.head(self.final_norm(x))
+
+    def logit_lens(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The read-out applied to every ``x_l`` of the stream: ``(L + 1, batch, length, vocab)``.
+
+        Each ``x_l`` goes through the model's final norm and ``head``, as if the blocks above it
+        were not there (the "logit lens"); the last entry is the model's own output.
+        """
+        return torch.stack([self.head(self.final_norm(x)) for x in self.stream(tokens)])
 
     def block_weights(self) -> list[torch.Tensor]:
         """The FFN output matrix ``W_2`` of each block, first block first."""

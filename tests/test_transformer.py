@@ -122,6 +122,95 @@ def test_xavier_init_variances_and_zero_biases():
         assert torch.count_nonzero(bias) == 0
 
 
+def rms_norm(x, eps=1e-5):
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
+def test_deepnorm_block_is_layernorm_of_alpha_x_plus_branch_with_beta_init():
+    L = 8
+    alpha, beta = (2 * L) ** 0.25, (8 * L) ** -0.25
+    torch.manual_seed(0)
+    block = dl.TransformerBlock(256, 4, d_ff=512, norm="deepnorm", n_layers=L)
+    x = torch.randn(2, 5, 256)
+    h = layer_norm(alpha * x + manual_attention(block, x))
+    expected = layer_norm(alpha * h + manual_ffn(block, h))
+    torch.testing.assert_close(block(x), expected, rtol=1e-4, atol=1e-4)
+    q, k, v = block.attn.in_proj_weight.split(256)
+    # queries and keys keep Xavier's variance; the value map, the output map and the FFN
+    # start smaller by beta
+    for piece, gain in [(q, 1.0), (k, 1.0), (v, beta), (block.attn.out_proj.weight, beta)]:
+        assert piece.var().item() == pytest.approx(gain ** 2 / 256, rel=0.05)
+    for layer in (block.ff1, block.ff2):
+        assert layer.weight.var().item() == pytest.approx(beta ** 2 * 2 / (256 + 512), rel=0.05)
+
+
+def test_gpt2_init_scales_the_two_writes_into_the_stream_by_one_over_sqrt_2l():
+    L = 12
+    model = dl.TinyTransformer(50, 8, L, d_model=256, n_heads=4, init="gpt2", seed=0)
+    for block in model.blocks:
+        for piece in block.attn.in_proj_weight.split(256):
+            assert piece.std().item() == pytest.approx(0.02, rel=0.05)
+        assert block.ff1.weight.std().item() == pytest.approx(0.02, rel=0.05)
+        for layer in (block.attn.out_proj, block.ff2):
+            assert layer.weight.std().item() == pytest.approx(0.02 / math.sqrt(2 * L), rel=0.05)
+            assert torch.count_nonzero(layer.bias) == 0
+    for weight in (model.embed.weight, model.pos, model.head.weight):
+        assert weight.std().item() == pytest.approx(0.02, rel=0.1)
+
+
+def test_rmsnorm_blocks_and_final_norm():
+    torch.manual_seed(0)
+    block = dl.TransformerBlock(16, 2, norm="pre", norm_layer="rms")
+    x = 3.0 * torch.randn(2, 6, 16) + 1.0
+    h = x + manual_attention(block, rms_norm(x))
+    expected = h + manual_ffn(block, rms_norm(h))
+    torch.testing.assert_close(block(x), expected, rtol=1e-4, atol=1e-5)
+    model = dl.TinyTransformer(10, 6, 2, d_model=16, n_heads=2, norm_layer="rms", seed=0)
+    assert isinstance(model.final_norm, torch.nn.RMSNorm)
+
+
+def test_without_residual_the_block_is_the_branch_alone():
+    torch.manual_seed(0)
+    block = dl.TransformerBlock(16, 2, norm="pre", residual=False)
+    x = torch.randn(2, 6, 16)
+    h = manual_attention(block, layer_norm(x))
+    torch.testing.assert_close(block(x), manual_ffn(block, layer_norm(h)), rtol=1e-4, atol=1e-5)
+
+
+def test_new_options_leave_the_default_model_unchanged():
+    a = dl.TinyTransformer(10, 6, 3, d_model=16, n_heads=2, seed=4)
+    b = dl.TinyTransformer(10, 6, 3, d_model=16, n_heads=2, seed=4, norm_layer="layer",
+                           residual=True, layer_drop=0.0)
+    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(p, q), name
+
+
+def test_logit_lens_reads_out_every_layer_and_ends_at_the_output():
+    model = dl.TinyTransformer(10, 6, 3, d_model=16, n_heads=2, seed=0)
+    tokens = torch.randint(0, 10, (4, 6))
+    lens = model.logit_lens(tokens)
+    assert lens.shape == (4, 4, 6, 10)
+    torch.testing.assert_close(lens[-1], model(tokens))
+    torch.testing.assert_close(lens[0], model.head(model.final_norm(model.stream(tokens)[0])))
+
+
+def test_layer_drop_skips_blocks_only_in_training_and_repeatably():
+    tokens = torch.randint(0, 10, (4, 6))
+    model = dl.TinyTransformer(10, 6, 20, d_model=16, n_heads=2, layer_drop=0.3, seed=0)
+    model.eval()
+    full = model(tokens)
+    torch.testing.assert_close(model(tokens), full)  # evaluation: every block, every time
+    model.train()
+    kept = np.array([model._kept() for _ in range(200)])
+    assert kept.mean() == pytest.approx(0.7, abs=0.03)
+    again = dl.TinyTransformer(10, 6, 20, d_model=16, n_heads=2, layer_drop=0.3, seed=0)
+    again.train()
+    assert np.array_equal(kept, np.array([again._kept() for _ in range(200)]))
+    # a skipped block leaves the stream unchanged
+    xs = model.stream(tokens)
+    assert any(torch.equal(xs[i], xs[i + 1]) for i in range(20))
+
+
 # ---------------------------------------------------------------- data
 
 
@@ -188,6 +277,12 @@ def test_training_is_deterministic_and_warmup_ramps_the_rate():
         (dict(d_model=30, n_heads=4), r"n_heads must divide d_model=30; got n_heads=4 \(allowed: "
                                       r"1, 2, 3, 5, 6, 10, 15, 30\)"),
         (dict(d_ff=0), "d_ff must be an integer >= 1"),
+        (dict(norm_layer="batch"), "norm_layer must be one of 'layer', 'rms'"),
+        (dict(residual="yes"), "residual must be True or False"),
+        (dict(layer_drop=1.0), r"layer_drop must be in \[0, 1\)"),
+        (dict(layer_drop=-0.1), "layer_drop must be >= 0"),
+        (dict(norm="deepnorm", init="gpt2"), "norm='deepnorm' brings its own initialization"),
+        (dict(seed=-1), "seed must be an integer >= 0"),
     ],
 )
 def test_bad_model_arguments_say_what_is_allowed(kwargs, message):
