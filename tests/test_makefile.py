@@ -238,6 +238,27 @@ def test_the_recipes_need_nothing_linux_only(project):
         assert linux_only not in result.stdout, f"`make` runs {linux_only!r}"
 
 
+def test_notebooks_run_from_make_use_the_kernels_the_outputs_were_made_with(tmp_path):
+    """On an AVX-512 CPU, a process that `make` starts still runs PyTorch's AVX2 kernels."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the cap is for x86-64 CPUs")
+    probe = tmp_path / "probe.mk"
+    probe.write_text("probe:\n\t@$(BIN)/python -c 'import torch; "
+                     "print(torch.backends.cpu.get_cpu_capability())'\n")  # fmt: skip
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "ATEN_CPU_CAPABILITY")}  # fmt: skip
+    result = subprocess.run([MAKE, "--no-print-directory", "-f", "Makefile", "-f", str(probe),
+                             "probe"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=120, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() in ("AVX2", "DEFAULT"), (
+        f"PyTorch under make uses {result.stdout.strip()}, not AVX2: nbval would compare the "
+        "committed outputs with numbers from other kernels"
+    )
+
+
 # --- the locks ----------------------------------------------------------------------------------
 
 
