@@ -98,8 +98,9 @@ class _ManyModels:
     ``forward`` (``functional_call``) on all ``K`` sets of views at once.
     """
 
-    def __init__(self, models, optimizer, *, lrs, weight_decay, adam_eps):
+    def __init__(self, models, optimizer, *, lrs, weight_decay, adam_eps, loss_scale=1.0):
         self.k = k = len(models)
+        self.loss_scale = loss_scale
         self.optimizer, self.weight_decay, self.adam_eps = optimizer, weight_decay, adam_eps
         first = models[0]
         params, self.buffers = stack_module_state(models)
@@ -158,7 +159,7 @@ class _ManyModels:
         alive = active.cpu().numpy()
         if not alive.any():
             return None, alive
-        total = torch.where(active, losses, torch.zeros_like(losses)).sum()
+        total = torch.where(active, losses, torch.zeros_like(losses)).sum() * self.loss_scale
         (grad,) = torch.autograd.grad(total, self.theta)
         if not alive.all():
             # a diverged model keeps its last finite weights: no gradient, no step
@@ -171,6 +172,7 @@ class _ManyModels:
             # float64 norms: squares of vanishing float32 gradients would underflow to zero
             grad_t = self._norms(g_layers.double() if self.same_shape
                                  else [g.double() for g in g_layers])   # (K, L)
+            grad_t = grad_t / self.loss_scale  # the recorded gradient is the loss's own
             self._update(grad, (self.lr0 * factor * active)[:, None])
             after = self._per_layer(self.theta)
             if self.same_shape:
@@ -229,7 +231,8 @@ class _ManyModels:
 def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
                steps: int = 200, lr=1e-3, optimizer: str = "adam",
                batch_size: int | None = None, warmup: int = 0, weight_decay: float = 0.0,
-               adam_eps: float = 1e-8, seed: int = 0, device=None) -> list[History]:
+               adam_eps: float = 1e-8, loss_scale: float = 1.0, seed: int = 0,
+               device=None) -> list[History]:
     """Train ``K`` models of one architecture together; return one History per model.
 
     Equivalent to ``[dl.train(m, X, y, ...) for m in models]`` (up to float rounding) and
@@ -242,7 +245,7 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
         ``init`` or a fixed ``alpha``).
     lr:
         One learning rate for all, or a list with one learning rate per model.
-    steps, optimizer, batch_size, warmup, weight_decay, adam_eps, seed, device:
+    steps, optimizer, batch_size, warmup, weight_decay, adam_eps, loss_scale, seed, device:
         As in :func:`depthlab.train` (Adam with PyTorch's defaults, or SGD with momentum 0.9;
         every model sees the same minibatches). Per-layer gradient norms, update ratios and
         alphas are always recorded.
@@ -262,13 +265,13 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
                          "use train_together to group models of several architectures")
     _check_batchable(models[0])
     recipe = _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps,
-                           seed)
+                           seed, loss_scale)
     lrs = _learning_rates(lr, len(models))
     _check_dtype(models[0], X)
     device = default_device() if device is None else torch.device(device)
     with _on(models, device):
         trainee = _ManyModels(models, optimizer, lrs=lrs, weight_decay=recipe["weight_decay"],
-                              adam_eps=recipe["adam_eps"])
+                              adam_eps=recipe["adam_eps"], loss_scale=recipe["loss_scale"])
         rows, factors, diverged = _fit(
             trainee, X.to(device), y.to(device), steps=recipe["steps"], warmup=recipe["warmup"],
             batch_size=recipe["batch_size"], seed=recipe["seed"], device=device,

@@ -121,7 +121,8 @@ def _check_batch_size(batch_size, n: int, what: str = "examples"):
     return batch_size
 
 
-def _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps, seed):
+def _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps, seed,
+                  loss_scale=1.0):
     """Validate the arguments shared by the training functions; return them cleaned."""
     steps = positive_int("steps", steps)
     choice("optimizer", optimizer, OPTIMIZERS)
@@ -132,6 +133,7 @@ def _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam
                 batch_size=_check_batch_size(batch_size, len(X)),
                 weight_decay=finite_float("weight_decay", weight_decay, nonnegative=True),
                 adam_eps=finite_float("adam_eps", adam_eps, nonnegative=True),
+                loss_scale=finite_float("loss_scale", loss_scale, positive=True),
                 seed=check_seed("seed", seed))
 
 
@@ -216,8 +218,9 @@ class _OneModel:
     k = 1
 
     def __init__(self, model, optimizer, *, lr, weight_decay=0.0, adam_eps=1e-8,
-                 betas=ADAM_BETAS, record="layers"):
+                 betas=ADAM_BETAS, record="layers", loss_scale=1.0):
         self.model, self.lr, self.record = model, lr, record
+        self.loss_scale = loss_scale
         if optimizer == "adam":
             self.opt = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=adam_eps,
                                         weight_decay=weight_decay)
@@ -243,7 +246,7 @@ class _OneModel:
         if not torch.isfinite(loss):
             return None, np.array([False])
         self.opt.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss * self.loss_scale).backward()  # a factor of 1 is exact
         if self.record == "layers":
             before = [w.detach().clone() for w in self.weights]
             # float64 norms: squares of vanishing float32 gradients would underflow to zero
@@ -251,6 +254,8 @@ class _OneModel:
         elif self.record == "total":
             grads = [p.grad.double().norm() for p in self.params if p.grad is not None]
             grad_t = torch.stack(grads).norm()[None]
+        if self.record:
+            grad_t = grad_t / self.loss_scale  # the recorded gradient is the loss's own
         self.opt.step()
         row = [loss.detach(), _batch_accuracy(logits, yb)]
         if self.record == "layers":
@@ -285,8 +290,8 @@ def _on(models, device):
 
 def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 200,
           lr: float = 1e-3, optimizer: str = "adam", batch_size: int | None = None,
-          warmup: int = 0, weight_decay: float = 0.0, adam_eps: float = 1e-8, seed: int = 0,
-          device=None, record: bool = True) -> History:
+          warmup: int = 0, weight_decay: float = 0.0, adam_eps: float = 1e-8,
+          loss_scale: float = 1.0, seed: int = 0, device=None, record: bool = True) -> History:
     """Train ``model`` on ``(X, y)`` with cross-entropy for ``steps`` steps and record a History.
 
     Parameters
@@ -312,6 +317,13 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     adam_eps:
         Adam's epsilon, >= 0, added to the root of its second-moment estimate (PyTorch's default
         1e-8). Near 0 (in float64) Adam's step no longer shrinks for tiny gradients.
+    loss_scale:
+        A factor, > 0, that multiplies the loss before the backward pass; the optimizer gets the
+        scaled gradient (it is not divided back, unlike mixed-precision loss scaling). Adam's
+        step then changes only through ``adam_eps``, which acts as ``adam_eps / loss_scale``,
+        and through what float32 can represent: with a large factor, squares of tiny gradients no
+        longer underflow. SGD's step is multiplied by it. The recorded loss and gradient norms
+        are those of the unscaled loss. A power of 2 scales exactly.
     seed:
         Seed for the minibatch order (an integer >= 0).
     device:
@@ -326,7 +338,7 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     """
     _check_model(model)
     recipe = _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps,
-                           seed)
+                           seed, loss_scale)
     lr = finite_float("lr", lr, positive=True)
     if not isinstance(record, bool):
         raise ValueError(f"record must be True or False, got {record!r}")
@@ -335,7 +347,8 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     L = len(model.blocks)
     with _on([model], device):
         trainee = _OneModel(model, optimizer, lr=lr, weight_decay=recipe["weight_decay"],
-                            adam_eps=recipe["adam_eps"], record="layers" if record else None)
+                            adam_eps=recipe["adam_eps"], record="layers" if record else None,
+                            loss_scale=recipe["loss_scale"])
         rows, factors, (diverged_at,) = _fit(
             trainee, X.to(device), y.to(device), steps=recipe["steps"], warmup=recipe["warmup"],
             batch_size=recipe["batch_size"], seed=recipe["seed"], device=device,

@@ -315,6 +315,8 @@ def test_warmup_ramps_the_learning_rate():
         (dict(weight_decay=-0.1), "weight_decay must be >= 0, got -0.1"),
         (dict(adam_eps=float("nan")), "adam_eps must be a finite number, got nan"),
         (dict(adam_eps=-1e-8), "adam_eps must be >= 0"),
+        (dict(loss_scale=0.0), "loss_scale must be > 0, got 0.0"),
+        (dict(loss_scale=float("inf")), "loss_scale must be a finite number"),
     ],
 )
 def test_bad_training_arguments_say_what_is_allowed(kwargs, message):
@@ -530,3 +532,39 @@ def test_the_package_holds_no_maintainer_tooling_or_training_log():
     from depthlab import sweep, training
 
     assert not hasattr(training, "TRAINING_LOG") and not hasattr(sweep, "first_steps")
+
+
+def test_loss_scale_acts_on_adam_only_through_eps_and_on_sgd_as_a_learning_rate():
+    # float64, where nothing underflows: Adam on S * loss is Adam with eps / S, and SGD on S * loss
+    # is SGD with S times the learning rate; the recorded loss and gradients are the unscaled ones
+    X, y = dl.two_spirals(64, seed=0)
+    X = X.double()
+    S = 2.0**20
+
+    def run(**kwargs):
+        return dl.train(dl.DeepMLP(3, 8, seed=1).double(), X, y, steps=12, device="cpu",
+                        **kwargs)
+
+    plain, scaled = run(adam_eps=1e-3), run(adam_eps=1e-3, loss_scale=S)
+    np.testing.assert_allclose(scaled.loss, run(adam_eps=1e-3 / S).loss, rtol=1e-10)
+    # with this large an eps the scale is not a no-op
+    assert np.abs(scaled.loss - plain.loss).max() > 1e-4
+    np.testing.assert_allclose(scaled.grad_norms[0], plain.grad_norms[0], rtol=1e-10)
+    assert scaled.meta["loss_scale"] == S
+    sgd = run(optimizer="sgd", lr=1e-2 / 64, loss_scale=64.0)
+    np.testing.assert_allclose(sgd.loss, run(optimizer="sgd", lr=1e-2).loss, rtol=1e-10)
+
+
+def test_a_large_loss_scale_lets_float32_adam_move_weights_whose_gradient_squares_underflow():
+    # a 30-layer plain net at default init: layer 1's gradient entries are ~1e-15 or smaller,
+    # their squares below float32's range, and Adam's step rounds away; 2^40 brings them back
+    X, y = dl.two_spirals(64, seed=0)
+
+    def layer1_ratio(scale):
+        model = dl.DeepMLP(30, 16, residual=False, init="default", seed=0)
+        h = dl.train(model, X, y, steps=5, device="cpu", loss_scale=scale)
+        return h.update_ratio[1:, 0].max(), h.grad_norms[0, 0]
+
+    (r1, g1), (r2, g2) = layer1_ratio(1.0), layer1_ratio(2.0**40)
+    assert g1 < 1e-12 and np.isclose(g1, g2, rtol=1e-4)
+    assert r1 < 1e-6 < r2

@@ -237,3 +237,13 @@ def test_models_with_batchnorm_cannot_share_a_batch():
     with pytest.raises(ValueError, match="BatchNorm1d updates its running statistics while "
                                          "training.*train these models one by one"):
         sweep.train_many([WithBatchNorm(0)], X, Y, steps=1, device="cpu")
+
+
+def test_a_loss_scale_trains_together_as_one_by_one():
+    common = dict(steps=8, batch_size=32, seed=2, adam_eps=1e-4, lr=1e-2, loss_scale=2.0**12)
+    alone = [make(s) for s in (0, 1)]
+    together = [make(s) for s in (0, 1)]
+    h_alone = [dl.train(m, X, Y, device="cpu", **common) for m in alone]
+    for h1, h2 in zip(h_alone, sweep.train_many(together, X, Y, device="cpu", **common)):
+        assert_same_history(h1, h2)
+        assert h2.meta["loss_scale"] == 2.0**12
