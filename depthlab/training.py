@@ -320,10 +320,13 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     loss_scale:
         A factor, > 0, that multiplies the loss before the backward pass; the optimizer gets the
         scaled gradient (it is not divided back, unlike mixed-precision loss scaling). Adam's
-        step then changes only through ``adam_eps``, which acts as ``adam_eps / loss_scale``,
-        and through what float32 can represent: with a large factor, squares of tiny gradients no
-        longer underflow. SGD's step is multiplied by it. The recorded loss and gradient norms
-        are those of the unscaled loss. A power of 2 scales exactly.
+        step then changes only through ``adam_eps`` and ``weight_decay``, which act as
+        ``adam_eps / loss_scale`` and ``weight_decay / loss_scale``, and through what the number
+        format can represent: with a large factor, squares of tiny gradients no longer underflow,
+        but in float32 a scaled gradient entry above about 2**64 makes Adam's running square
+        infinite, and that weight stops moving without any error. SGD's step is multiplied by
+        it. The recorded loss and gradient norms are those of the unscaled loss. A power of 2
+        scales exactly (unless something overflows, or an unscaled value is subnormal).
     seed:
         Seed for the minibatch order (an integer >= 0).
     device:

@@ -553,6 +553,9 @@ def test_loss_scale_acts_on_adam_only_through_eps_and_on_sgd_as_a_learning_rate(
     assert scaled.meta["loss_scale"] == S
     sgd = run(optimizer="sgd", lr=1e-2 / 64, loss_scale=64.0)
     np.testing.assert_allclose(sgd.loss, run(optimizer="sgd", lr=1e-2).loss, rtol=1e-10)
+    # without per-layer records the same training, and the unscaled loss, are recorded
+    quiet = run(adam_eps=1e-3, loss_scale=S, record=False)
+    np.testing.assert_allclose(quiet.loss, scaled.loss, rtol=1e-10)
 
 
 def test_a_large_loss_scale_lets_float32_adam_move_weights_whose_gradient_squares_underflow():
