@@ -21,7 +21,13 @@ from .benchmarks import load_mnist1d
 from .data import spirals, split, two_spirals
 from .models import ACTIVATIONS, ALPHA_WORDS, INITS, NORMS, Block, DeepMLP, init_linear
 from .plots import COLORS, color, layer_heatmap, markdown_table, use_style
-from .probes import Probe, jacobian, jacobian_singular_values, weight_grad_norms
+from .probes import (
+    Probe,
+    jacobian,
+    jacobian_singular_values,
+    position_similarity,
+    weight_grad_norms,
+)
 from .report import geometric_mean, glue, significant
 from .reproduce import ConclusionFailed, conclusions, default_device, lab_seed
 from .resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores, train_resnet
@@ -43,7 +49,7 @@ __all__ = [
     "conclusions", "DeepMLP", "default_device", "depth_sweep", "evaluate_loss", "geometric_mean",
     "glue", "History", "init_linear", "INITS", "jacobian", "jacobian_singular_values", "lab_seed",
     "layer_heatmap", "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "Probe",
-    "ResNet1d", "scrubber", "SeqHistory",
+    "position_similarity", "ResNet1d", "scrubber", "SeqHistory",
     "sequence_accuracy", "sequence_task", "set_seed", "significant", "spirals", "split",
     "TinyTransformer", "train", "train_many", "train_resnet", "train_sequence", "train_together",
     "TransformerBlock", "two_spirals", "use_style", "weight_grad_norms",

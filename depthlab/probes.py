@@ -5,6 +5,8 @@
 * :func:`weight_grad_norms` reads the gradient norm of each block's weight matrix.
 * :func:`jacobian` and :func:`jacobian_singular_values` compute the input-output Jacobian of a
   (small) function at one input and its singular values.
+* :func:`position_similarity` says how alike the positions of a sequence are (1 when every
+  position carries the same vector: the rank collapse of deep attention stacks).
 """
 
 from __future__ import annotations
@@ -105,3 +107,22 @@ def jacobian(f, x: torch.Tensor) -> torch.Tensor:
 def jacobian_singular_values(f, x: torch.Tensor) -> np.ndarray:
     """Singular values of the Jacobian of ``f`` at ``x``, largest first."""
     return torch.linalg.svdvals(jacobian(f, x).double()).cpu().numpy()
+
+
+@torch.no_grad()
+def position_similarity(z: torch.Tensor) -> float:
+    """Mean cosine similarity between the positions of each sequence, averaged over sequences.
+
+    ``z`` has shape ``(batch, length, width)``, e.g. a transformer's normalized top of the
+    stream. Each vector is centred over its features first (as LayerNorm does), so that a shared
+    offset does not count as similarity. 1 means every position of a sequence carries the same
+    vector; independent random vectors give about 0.
+    """
+    if z.dim() != 3 or z.shape[1] < 2:
+        raise ValueError(f"z must be a (batch, length, width) tensor with length >= 2, "
+                         f"got shape {tuple(z.shape)}")
+    z = z - z.mean(-1, keepdim=True)
+    z = z / z.norm(dim=-1, keepdim=True)
+    cos = z @ z.transpose(1, 2)                                 # (batch, length, length)
+    length = z.shape[1]
+    return float(((cos.sum((1, 2)) - length) / (length * (length - 1))).mean())

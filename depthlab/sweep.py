@@ -14,11 +14,16 @@ and gets the same :class:`~depthlab.training.History`.
 * :func:`depth_sweep` builds, trains and measures every (family, depth, seed) combination.
 
 What may differ inside one batch: the initial values of the parameters and buffers (seed,
-``init``, a fixed ``alpha`` such as ``1.0`` or ``"1/sqrt(L)"``) and the learning rate. What may
-not: anything that changes the code path of ``forward`` (depth, width, ``residual``, ``norm``,
-``shortcut``, ``activation``, whether ``alpha`` is learned). Models whose modules share (tie)
-weights, or whose buffers change while training (BatchNorm's running statistics), cannot be
-trained together: train them one by one with :func:`depthlab.train`.
+``init``, a fixed ``alpha`` such as ``1.0`` or ``"1/sqrt(L)"``), the learning rate and the
+length of the warm-up. What may not: anything that changes the code path of ``forward`` (depth,
+width, ``residual``, ``norm``, ``shortcut``, ``activation``, whether ``alpha`` is learned).
+Models whose modules share (tie) weights, whose buffers change while training (BatchNorm's
+running statistics), or that skip blocks at random (LayerDrop) cannot be trained together: train
+them one by one with :func:`depthlab.train` or :func:`depthlab.train_sequence`.
+
+Sequence models such as :class:`~depthlab.transformer.TinyTransformer` train together too: the
+targets are then one token per position, ``(n, length)``, and the loss and accuracy are per
+token, as in :func:`depthlab.train_sequence` (pass ``betas=(0.9, 0.98)`` for its Adam).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from .training import (
     MOMENTUM,
     History,
     _branch_scales,
+    _check_betas,
     _check_dtype,
     _check_model,
     _check_recipe,
@@ -71,6 +77,15 @@ def _learning_rates(lr, k: int) -> list[float]:
                      f"got {lr!r}")
 
 
+def _warmups(warmup, k: int) -> list[int]:
+    if isinstance(warmup, Sequence) and not isinstance(warmup, str):
+        if len(warmup) != k:
+            raise ValueError(f"warmup must be an integer >= 0 or a list of {k} of them (one "
+                             f"per model), got {warmup!r}")
+        return [positive_int("warmup", w, minimum=0) for w in warmup]
+    return [positive_int("warmup", warmup, minimum=0)] * k
+
+
 def _names(model: nn.Module, tensors, what: str) -> list[str]:
     """The names, in ``model``, of the parameters or buffers in ``tensors``."""
     by_id = {id(t): n for n, t in [*model.named_parameters(), *model.named_buffers()]}
@@ -86,6 +101,10 @@ def _check_batchable(model: nn.Module) -> None:
             raise ValueError(f"{type(module).__name__} updates its running statistics while "
                              "training, which models trained together cannot do: train these "
                              "models one by one with depthlab.train")
+    if getattr(model, "layer_drop", 0):
+        raise ValueError("a model with layer_drop > 0 draws which blocks to skip at every step, "
+                         "which models trained together cannot do each on their own: train "
+                         "these models one by one with depthlab.train_sequence")
 
 
 class _ManyModels:
@@ -98,9 +117,10 @@ class _ManyModels:
     ``forward`` (``functional_call``) on all ``K`` sets of views at once.
     """
 
-    def __init__(self, models, optimizer, *, lrs, weight_decay, adam_eps, loss_scale=1.0):
+    def __init__(self, models, optimizer, *, lrs, weight_decay, adam_eps, loss_scale=1.0,
+                 betas=ADAM_BETAS):
         self.k = k = len(models)
-        self.loss_scale = loss_scale
+        self.loss_scale, self.betas = loss_scale, betas
         self.optimizer, self.weight_decay, self.adam_eps = optimizer, weight_decay, adam_eps
         first = models[0]
         params, self.buffers = stack_module_state(models)
@@ -151,9 +171,12 @@ class _ManyModels:
     def step(self, xb, yb, factor):
         k, active = self.k, self.active
         p = self.parameters()
-        logits = self.batched(p, self.buffers, xb)                    # (K, B, classes)
+        # (K, B, classes), or (K, B, length, vocab) for a sequence model: one prediction per
+        # example or per token, and the loss is their mean, as in depthlab.train
+        logits = self.batched(p, self.buffers, xb)
         per_example = nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), yb.repeat(k), reduction="none")
+            logits.reshape(-1, logits.shape[-1]), yb.expand(k, *yb.shape).reshape(-1),
+            reduction="none")
         losses = per_example.view(k, -1).mean(1)                     # (K,)
         active = self.active = active & torch.isfinite(losses)
         alive = active.cpu().numpy()
@@ -173,6 +196,7 @@ class _ManyModels:
             grad_t = self._norms(g_layers.double() if self.same_shape
                                  else [g.double() for g in g_layers])   # (K, L)
             grad_t = grad_t / self.loss_scale  # the recorded gradient is the loss's own
+            factor = torch.as_tensor(factor, dtype=self.lr0.dtype, device=self.lr0.device)
             self._update(grad, (self.lr0 * factor * active)[:, None])
             after = self._per_layer(self.theta)
             if self.same_shape:
@@ -185,7 +209,7 @@ class _ManyModels:
                 alpha_t = torch.stack([pool[n] for n in self.a_names], 1)
             else:
                 alpha_t = torch.zeros_like(grad_t)
-            acc = (logits.argmax(2) == yb).float().mean(1)
+            acc = (logits.argmax(-1) == yb).float().flatten(1).mean(1)
             rows = torch.cat([losses.double()[:, None], acc.double()[:, None], grad_t,
                               ratio_t.double(), alpha_t.double()], 1)
         return rows.cpu().numpy(), alive  # one transfer to the host per step
@@ -200,7 +224,7 @@ class _ManyModels:
                                grad.add(self.theta, alpha=self.weight_decay), 0.0)
         m, theta = self.m, self.theta
         if self.optimizer == "adam":
-            b1, b2 = ADAM_BETAS
+            b1, b2 = self.betas
             c1, c2 = 1 - b1 ** self.t, math.sqrt(1 - b2 ** self.t)
             m.lerp_(grad, 1 - b1)
             self.v.mul_(b2)
@@ -230,9 +254,9 @@ class _ManyModels:
 
 def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
                steps: int = 200, lr=1e-3, optimizer: str = "adam",
-               batch_size: int | None = None, warmup: int = 0, weight_decay: float = 0.0,
-               adam_eps: float = 1e-8, loss_scale: float = 1.0, seed: int = 0,
-               device=None) -> list[History]:
+               batch_size: int | None = None, warmup=0, weight_decay: float = 0.0,
+               adam_eps: float = 1e-8, loss_scale: float = 1.0, betas=ADAM_BETAS,
+               seed: int = 0, device=None) -> list[History]:
     """Train ``K`` models of one architecture together; return one History per model.
 
     Equivalent to ``[dl.train(m, X, y, ...) for m in models]`` (up to float rounding) and
@@ -242,13 +266,17 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
     ----------
     models:
         Models with the same :func:`architecture_key` (e.g. DeepMLPs that differ only in seed,
-        ``init`` or a fixed ``alpha``).
+        ``init`` or a fixed ``alpha``; or TinyTransformers that differ only in seed or ``init``).
     lr:
         One learning rate for all, or a list with one learning rate per model.
-    steps, optimizer, batch_size, warmup, weight_decay, adam_eps, loss_scale, seed, device:
-        As in :func:`depthlab.train` (Adam with PyTorch's defaults, or SGD with momentum 0.9;
-        every model sees the same minibatches). Per-layer gradient norms, update ratios and
-        alphas are always recorded.
+    warmup:
+        One number of warm-up steps for all, or a list with one per model.
+    betas:
+        Adam's ``(beta1, beta2)``: PyTorch's default ``(0.9, 0.999)``, as in
+        :func:`depthlab.train`, or ``(0.9, 0.98)``, as in :func:`depthlab.train_sequence`.
+    steps, optimizer, batch_size, weight_decay, adam_eps, loss_scale, seed, device:
+        As in :func:`depthlab.train` (Adam, or SGD with momentum 0.9; every model sees the same
+        minibatches). Per-layer gradient norms, update ratios and alphas are always recorded.
 
     A model whose loss becomes NaN or infinite stops there (its ``diverged_at`` is set and its
     later rows are NaN, as with :func:`depthlab.train`); the others go on unaffected.
@@ -264,29 +292,34 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
                          "residual, norm, shortcut, activation and learned-or-fixed alpha); "
                          "use train_together to group models of several architectures")
     _check_batchable(models[0])
-    recipe = _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps,
-                           seed, loss_scale)
+    warmups = _warmups(warmup, len(models))
+    recipe = _check_recipe(steps, optimizer, 0, X, y, batch_size, weight_decay, adam_eps, seed,
+                           loss_scale)
+    del recipe["warmup"]  # one per model, above
+    betas = _check_betas(betas)
     lrs = _learning_rates(lr, len(models))
     _check_dtype(models[0], X)
     device = default_device() if device is None else torch.device(device)
     with _on(models, device):
         trainee = _ManyModels(models, optimizer, lrs=lrs, weight_decay=recipe["weight_decay"],
-                              adam_eps=recipe["adam_eps"], loss_scale=recipe["loss_scale"])
+                              adam_eps=recipe["adam_eps"], loss_scale=recipe["loss_scale"],
+                              betas=betas)
         rows, factors, diverged = _fit(
-            trainee, X.to(device), y.to(device), steps=recipe["steps"], warmup=recipe["warmup"],
+            trainee, X.to(device), y.to(device), steps=recipe["steps"], warmup=warmups,
             batch_size=recipe["batch_size"], seed=recipe["seed"], device=device,
             columns=trainee.columns)
         trainee.copy_to(models)
     L = trainee.n_layers
     return [History(loss=r[:, 0], accuracy=r[:, 1], grad_norms=r[:, 2:2 + L],
                     update_ratio=r[:, 2 + L:2 + 2 * L], alphas=r[:, 2 + 2 * L:],
-                    lr=lr_i * factors, diverged_at=d,
-                    meta=dict(lr=lr_i, device=str(device), trained_together=len(models),
-                              **recipe))
-            for r, lr_i, d in zip(rows, lrs, diverged)]
+                    lr=lr_i * f, diverged_at=d,
+                    meta=dict(lr=lr_i, warmup=w, device=str(device),
+                              trained_together=len(models), **recipe,
+                              **({"betas": betas} if optimizer == "adam" else {})))
+            for r, lr_i, w, f, d in zip(rows, lrs, warmups, factors, diverged)]
 
 
-def train_together(models: Mapping, X: torch.Tensor, y: torch.Tensor, *, lr=1e-3,
+def train_together(models: Mapping, X: torch.Tensor, y: torch.Tensor, *, lr=1e-3, warmup=0,
                    **kwargs) -> dict:
     """Train a dict of models, batching those that share an architecture; return their Histories.
 
@@ -297,6 +330,8 @@ def train_together(models: Mapping, X: torch.Tensor, y: torch.Tensor, *, lr=1e-3
         by :func:`train_many`, the others separately.
     lr:
         One learning rate for all, or a dict ``{key: lr}`` with the same keys as ``models``.
+    warmup:
+        One number of warm-up steps for all, or a dict ``{key: steps}`` with the same keys.
     **kwargs:
         Passed on to :func:`train_many` (``steps``, ``optimizer``, ``batch_size``, ...).
 
@@ -304,21 +339,27 @@ def train_together(models: Mapping, X: torch.Tensor, y: torch.Tensor, *, lr=1e-3
     """
     if not isinstance(models, Mapping) or not models:
         raise ValueError("models must be a non-empty dict {key: model}")
-    if isinstance(lr, Mapping):
-        if set(lr) != set(models):
-            raise ValueError("a dict of learning rates needs exactly the keys of models")
-        lrs = dict(lr)
-    else:
-        lrs = {key: lr for key in models}
+    lrs = _per_key("learning rates", lr, models)
+    warmups = _per_key("warm-up lengths", warmup, models)
     groups: dict = {}
     for key, model in models.items():
         groups.setdefault(architecture_key(model), []).append(key)
     out = {}
     for keys in groups.values():
         histories = train_many([models[key] for key in keys], X, y,
-                               lr=[lrs[key] for key in keys], **kwargs)
+                               lr=[lrs[key] for key in keys],
+                               warmup=[warmups[key] for key in keys], **kwargs)
         out.update(zip(keys, histories))
     return {key: out[key] for key in models}
+
+
+def _per_key(what: str, value, models: Mapping) -> dict:
+    """``value`` for every key of ``models``: a dict with exactly those keys, or one value."""
+    if isinstance(value, Mapping):
+        if set(value) != set(models):
+            raise ValueError(f"a dict of {what} needs exactly the keys of models")
+        return dict(value)
+    return {key: value for key in models}
 
 
 def depth_sweep(make, families: Sequence, depths: Sequence[int], seeds: Sequence[int],

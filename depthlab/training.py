@@ -137,6 +137,15 @@ def _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam
                 seed=check_seed("seed", seed))
 
 
+def _check_betas(betas) -> tuple[float, float]:
+    """Adam's ``(beta1, beta2)`` as two floats in [0, 1); otherwise raise ValueError."""
+    if (isinstance(betas, (str, bytes)) or not hasattr(betas, "__len__") or len(betas) != 2
+            or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                       and math.isfinite(b) and 0 <= b < 1 for b in betas)):
+        raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
+    return float(betas[0]), float(betas[1])
+
+
 def _check_model(model) -> None:
     """Training records per-block numbers: the model needs ``blocks`` and ``block_weights()``."""
     if not isinstance(model, nn.Module) or not hasattr(model, "blocks") or not callable(
@@ -187,18 +196,19 @@ def _fit(trainee, X, y, *, steps: int, warmup: int, batch_size, seed: int, devic
     ``trainee.step(xb, yb, lr_factor)`` runs one step of each of its ``K`` models and returns
     ``(rows, alive)``: a ``(K, columns)`` array of what the step recorded (loss and accuracy
     first), and which models had a finite loss and were stepped. A model whose loss is not finite
-    stops there. Returns ``(rows (K, steps, columns), lr_factors (steps,), diverged_at)``: rows
-    of steps not taken are NaN.
+    stops there. ``warmup`` is one number of warm-up steps for all, or one per model. Returns
+    ``(rows (K, steps, columns), lr_factors (K, steps), diverged_at)``: rows of steps not taken
+    are NaN.
     """
     k = trainee.k
+    warmups = [warmup] * k if isinstance(warmup, int) else list(warmup)
     g = torch.Generator().manual_seed(seed)
     rows = np.full((k, steps, columns), np.nan)
-    factors = np.zeros(steps)
+    factors = np.array([[_warmup_factor(t, w) for t in range(steps)] for w in warmups])
     diverged: list[int | None] = [None] * k
     for t in range(steps):
-        factors[t] = _warmup_factor(t, warmup)
         xb, yb = _minibatch(g, X, y, batch_size, device)
-        row, alive = trainee.step(xb, yb, float(factors[t]))
+        row, alive = trainee.step(xb, yb, factors[:, t])
         for i in range(k):
             if not alive[i] and diverged[i] is None:
                 diverged[i] = t
@@ -240,7 +250,7 @@ class _OneModel:
 
     def step(self, xb, yb, factor):
         for group in self.opt.param_groups:
-            group["lr"] = self.lr * factor
+            group["lr"] = self.lr * float(factor[0])
         logits = self.model(xb)
         loss = _batch_loss(logits, yb)
         if not torch.isfinite(loss):
@@ -359,7 +369,7 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
     rows = rows[0]
     layers = rows[:, 2:] if record else np.full((recipe["steps"], 3 * L), np.nan)
     return History(loss=rows[:, 0], accuracy=rows[:, 1], grad_norms=layers[:, :L],
-                   update_ratio=layers[:, L:2 * L], alphas=layers[:, 2 * L:], lr=lr * factors,
+                   update_ratio=layers[:, L:2 * L], alphas=layers[:, 2 * L:], lr=lr * factors[0],
                    diverged_at=diverged_at, meta=dict(lr=lr, device=str(device), **recipe))
 
 

@@ -43,7 +43,16 @@ from ._checks import choice, finite_float, positive_int
 from ._checks import seed as check_seed
 from .models import seeded
 from .reproduce import default_device
-from .training import Record, _check_batch_size, _check_dtype, _evaluating, _fit, _on, _OneModel
+from .training import (
+    Record,
+    _check_batch_size,
+    _check_betas,
+    _check_dtype,
+    _evaluating,
+    _fit,
+    _on,
+    _OneModel,
+)
 
 TRANSFORMER_NORMS = ("pre", "post", "deepnorm")  # where a transformer block's norms sit
 TRANSFORMER_NORM_LAYERS = ("layer", "rms")         # LayerNorm or RMSNorm
@@ -153,8 +162,23 @@ class TransformerBlock(nn.Module):
                 nn.init.zeros_(layer.bias)
 
     def attention(self, x: torch.Tensor) -> torch.Tensor:
-        """The self-attention sub-layer ``A(x)`` (no mask: every position sees every other)."""
-        return self.attn(x, x, x, need_weights=False)[0]
+        """The self-attention sub-layer ``A(x)`` (no mask: every position sees every other).
+
+        Written out from the weights of ``self.attn`` (which holds them, drawn as PyTorch
+        draws them): each head maps every position to a query, a key and a value, replaces
+        every position by the average of the values weighted by
+        ``softmax(query . key / sqrt(d_head))``, and ``out_proj`` mixes the heads. The result is
+        ``self.attn``'s own up to float rounding; written out, it also runs under
+        ``torch.vmap``, which trains many models at once (:func:`depthlab.train_many`).
+        """
+        heads = self.attn.num_heads
+        d_head = x.shape[-1] // heads
+        qkv = nn.functional.linear(x, self.attn.in_proj_weight, self.attn.in_proj_bias)
+        # (..., T, 3d) -> three (..., heads, T, d_head)
+        q, k, v = qkv.unflatten(-1, (3, heads, d_head)).movedim(-4, -2).unbind(-4)
+        weights = torch.softmax(q @ k.transpose(-1, -2) / d_head ** 0.5, dim=-1)
+        mixed = (weights @ v).movedim(-3, -2).flatten(-2)      # (..., T, d)
+        return self.attn.out_proj(mixed)
 
     def ffn(self, x: torch.Tensor) -> torch.Tensor:
         """The feed-forward sub-layer ``FFN(x) = W_2 relu(W_1 x + b_1) + b_2``."""
@@ -391,9 +415,7 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
     if batch_size is None:
         raise ValueError("batch_size must be an integer >= 1, got None")
     batch_size = _check_batch_size(batch_size, len(X), "sequences")
-    if (isinstance(betas, (str, bytes)) or not hasattr(betas, "__len__") or len(betas) != 2
-            or not all(0 <= finite_float("betas", b) < 1 for b in betas)):
-        raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
+    betas = _check_betas(betas)
     _check_dtype(model, X)
     device = default_device() if device is None else torch.device(device)
     with _on([model], device):
@@ -403,7 +425,7 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
             batch_size=batch_size, seed=seed, device=device, columns=trainee.columns)
     rows = rows[0]
     return SeqHistory(loss=rows[:, 0], accuracy=rows[:, 1], grad_norm=rows[:, 2],
-                      lr=lr * factors, diverged_at=diverged_at,
+                      lr=lr * factors[0], diverged_at=diverged_at,
                       meta=dict(steps=steps, lr=lr, warmup=warmup, batch_size=batch_size,
                                 betas=tuple(betas), seed=seed, device=str(device)))
 

@@ -94,6 +94,54 @@ def test_train_together_groups_by_architecture_and_keeps_the_keys():
         assert_same_history(dl.train(copies[key], X, Y, steps=6, lr=lrs[key], device="cpu"), h)
 
 
+SEQ_X, SEQ_Y = dl.sequence_task(128, kind="sort", length=6, vocab=10, seed=0)
+
+
+def tiny_transformer(seed, **kw):
+    return dl.TinyTransformer(10, 6, 3, d_model=16, n_heads=2, seed=seed, **kw)
+
+
+@pytest.mark.parametrize("kw", [dict(norm="pre"), dict(norm="post"), dict(norm="deepnorm"),
+                                dict(norm="pre", norm_layer="rms")],
+                         ids=["pre", "post", "deepnorm", "rms"])
+def test_transformers_train_together_as_one_by_one_with_their_own_warmup(kw):
+    lrs, warmups = [1e-3, 3e-3, 1e-2], [0, 4, 9]
+    alone = [tiny_transformer(s, **kw) for s in range(3)]
+    together = [tiny_transformer(s, **kw) for s in range(3)]
+    common = dict(steps=12, batch_size=32, seed=3)
+    h_alone = [dl.train_sequence(m, SEQ_X, SEQ_Y, lr=lr, warmup=w, device="cpu", **common)
+               for m, lr, w in zip(alone, lrs, warmups)]
+    h_together = sweep.train_many(together, SEQ_X, SEQ_Y, lr=lrs, warmup=warmups,
+                                  betas=(0.9, 0.98), device="cpu", **common)
+    for h1, h2, w in zip(h_alone, h_together, warmups):
+        np.testing.assert_allclose(h1.loss, h2.loss, rtol=1e-5)    # per token, as one by one
+        np.testing.assert_allclose(h1.accuracy, h2.accuracy)
+        np.testing.assert_allclose(h1.lr, h2.lr)                   # each its own warm-up
+        assert h2.meta["warmup"] == w and h2.meta["betas"] == (0.9, 0.98)
+        assert h2.grad_norms.shape == (12, 3)                      # every block's W_2
+    for m1, m2 in zip(alone, together):
+        for (name, p1), p2 in zip(m1.named_parameters(), m2.parameters()):
+            if name.endswith("in_proj_bias"):
+                # the key bias gets no gradient but rounding noise (softmax ignores it), which
+                # Adam blows up to steps of size lr: only the query and value biases compare
+                p1, p2 = p1[:16], p2[:16]
+            torch.testing.assert_close(p1, p2, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_gpt2_and_xavier_transformers_share_a_batch_and_train_together_splits_the_rest():
+    models = {"pre": tiny_transformer(0), "gpt2": tiny_transformer(0, init="gpt2"),
+              "post": tiny_transformer(0, norm="post")}
+    keys = {name: sweep.architecture_key(m) for name, m in models.items()}
+    assert keys["pre"] == keys["gpt2"] != keys["post"]
+    out = sweep.train_together(models, SEQ_X, SEQ_Y, steps=5, batch_size=16, device="cpu",
+                               lr={"pre": 1e-3, "gpt2": 2e-3, "post": 3e-3},
+                               warmup={"pre": 0, "gpt2": 2, "post": 5})
+    assert list(out) == ["pre", "gpt2", "post"]
+    assert [out[k].meta["trained_together"] for k in out] == [2, 2, 1]
+    np.testing.assert_allclose(out["gpt2"].lr, 2e-3 * np.minimum(1, np.arange(1, 6) / 2))
+    np.testing.assert_allclose(out["post"].lr, 3e-3 * np.arange(1, 6) / 5)
+
+
 def test_bad_arguments_say_what_is_allowed():
     with pytest.raises(ValueError, match="train_many needs models of one architecture .*use "
                                          "train_together"):
@@ -114,6 +162,18 @@ def test_bad_arguments_say_what_is_allowed():
         sweep.train_together({"a": make(0)}, X, Y, lr={"b": 1e-3})
     with pytest.raises(ValueError, match="non-empty dict"):
         sweep.train_together([make(0)], X, Y)
+    with pytest.raises(ValueError, match=r"warmup must be an integer >= 0 or a list of 2 of "
+                                         r"them \(one per model\), got \[3\]"):
+        sweep.train_many([make(0), make(1)], X, Y, steps=2, warmup=[3])
+    with pytest.raises(ValueError, match="warmup must be an integer >= 0, got -1"):
+        sweep.train_many([make(0), make(1)], X, Y, steps=2, warmup=[0, -1])
+    with pytest.raises(ValueError, match="a dict of warm-up lengths needs exactly the keys"):
+        sweep.train_together({"a": make(0)}, X, Y, warmup={"b": 3})
+    with pytest.raises(ValueError, match=r"betas must be two numbers in \[0, 1\), got \(0.9, 1.0\)"):
+        sweep.train_many([make(0)], X, Y, steps=2, betas=(0.9, 1.0))
+    with pytest.raises(ValueError, match="layer_drop > 0 .* one by one with "
+                                         "depthlab.train_sequence"):
+        sweep.train_many([tiny_transformer(0, layer_drop=0.1)], SEQ_X, SEQ_Y, steps=2)
 
 
 def test_markdown_table_has_one_line_per_row_and_escapes_bars():

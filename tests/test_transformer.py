@@ -47,6 +47,17 @@ def test_attention_and_ffn_sublayers_compute_their_formulas():
     torch.testing.assert_close(block.ffn(x), manual_ffn(block, x))
 
 
+def test_written_out_attention_is_pytorchs_multihead_attention():
+    # the block computes attention by hand (so that it runs under torch.vmap); the weights are
+    # nn.MultiheadAttention's, and so must the result be, up to float rounding
+    for heads in (1, 2, 4):
+        block = dl.TransformerBlock(16, heads, seed=heads)
+        for shape in [(3, 5, 16), (7, 16)]:
+            x = torch.randn(*shape, generator=torch.Generator().manual_seed(heads))
+            reference = block.attn(x, x, x, need_weights=False)[0]
+            torch.testing.assert_close(block.attention(x), reference, rtol=1e-5, atol=1e-6)
+
+
 def test_pre_ln_block_is_x_plus_branch_of_layernormed_x():
     torch.manual_seed(0)
     block = dl.TransformerBlock(16, 2, norm="pre")
@@ -373,3 +384,17 @@ def test_mismatched_data_is_a_clear_error():
     model = dl.TinyTransformer(5, 4, 1, d_model=8, n_heads=2)
     with pytest.raises(ValueError, match="same shape"):
         dl.train_sequence(model, X, Y[:, :3], device="cpu")
+
+
+def test_position_similarity_is_one_for_identical_positions_and_near_zero_for_random_ones():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(64, 8, 32, generator=g)
+    assert abs(dl.position_similarity(z)) < 0.02
+    same = z[:, :1].expand(64, 8, 32) * torch.rand(1, 8, 1, generator=g) + 3.0  # scaled, offset
+    assert dl.position_similarity(same) == pytest.approx(1.0, abs=1e-6)
+    # two groups of positions pointing in opposite directions: cosine -1 between groups
+    half = torch.cat([z[:, :1].expand(64, 4, 32), -z[:, :1].expand(64, 4, 32)], 1)
+    assert dl.position_similarity(half) == pytest.approx((24 - 32) / 56, abs=1e-6)  # 56 pairs
+    with pytest.raises(ValueError, match=r"z must be a \(batch, length, width\) tensor with "
+                                         r"length >= 2, got shape \(8, 32\)"):
+        dl.position_similarity(z[0])
