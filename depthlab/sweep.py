@@ -142,6 +142,10 @@ class _ManyModels:
         self.v = torch.zeros_like(self.theta) if optimizer == "adam" else None
         self.t = 0
         base = copy.deepcopy(first).to("meta")
+        for module in base.modules():
+            # attention by its written-out formula: PyTorch's fused kernel has no vmap rule
+            if hasattr(module, "written_out"):
+                module.written_out = True
 
         def forward(p, b, xb):
             return functional_call(base, (p, b), (xb,), tie_weights=False)

@@ -120,6 +120,9 @@ class TransformerBlock(nn.Module):
             raise ValueError(f"norm='deepnorm' brings its own initialization (Xavier scaled by "
                              f"beta); use init='xavier' with it, got init={init!r}")
         self.residual = residual
+        # False: attention by nn.MultiheadAttention's own (fused) kernel; True: by the
+        # written-out formula, which torch.vmap can batch (train_many sets it on its copy)
+        self.written_out = False
         # DeepNorm's constants for an encoder of L blocks (Wang et al. 2022)
         self.alpha = (2 * n_layers) ** 0.25 if norm == "deepnorm" else 1.0
         self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
@@ -164,13 +167,16 @@ class TransformerBlock(nn.Module):
     def attention(self, x: torch.Tensor) -> torch.Tensor:
         """The self-attention sub-layer ``A(x)`` (no mask: every position sees every other).
 
-        Written out from the weights of ``self.attn`` (which holds them, drawn as PyTorch
-        draws them): each head maps every position to a query, a key and a value, replaces
-        every position by the average of the values weighted by
-        ``softmax(query . key / sqrt(d_head))``, and ``out_proj`` mixes the heads. The result is
-        ``self.attn``'s own up to float rounding; written out, it also runs under
-        ``torch.vmap``, which trains many models at once (:func:`depthlab.train_many`).
+        Each head maps every position to a query, a key and a value, replaces every position
+        by the average of the values weighted by ``softmax(query . key / sqrt(d_head))``, and
+        ``out_proj`` mixes the heads. ``self.attn`` (``nn.MultiheadAttention``) holds the
+        weights and computes it with PyTorch's fused kernel; with ``written_out = True`` the
+        formula below computes it instead, equal up to float rounding and slower, but
+        ``torch.vmap`` can batch it, which is how :func:`depthlab.train_many` trains many
+        models at once.
         """
+        if not self.written_out:
+            return self.attn(x, x, x, need_weights=False)[0]
         heads = self.attn.num_heads
         d_head = x.shape[-1] // heads
         qkv = nn.functional.linear(x, self.attn.in_proj_weight, self.attn.in_proj_bias)

@@ -48,14 +48,17 @@ def test_attention_and_ffn_sublayers_compute_their_formulas():
 
 
 def test_written_out_attention_is_pytorchs_multihead_attention():
-    # the block computes attention by hand (so that it runs under torch.vmap); the weights are
-    # nn.MultiheadAttention's, and so must the result be, up to float rounding
+    # train_many computes attention by its formula (so that it runs under torch.vmap); the
+    # weights are nn.MultiheadAttention's, and so must the result be, up to float rounding
     for heads in (1, 2, 4):
         block = dl.TransformerBlock(16, heads, seed=heads)
         for shape in [(3, 5, 16), (7, 16)]:
             x = torch.randn(*shape, generator=torch.Generator().manual_seed(heads))
             reference = block.attn(x, x, x, need_weights=False)[0]
+            assert torch.equal(block.attention(x), reference)      # PyTorch's own by default
+            block.written_out = True
             torch.testing.assert_close(block.attention(x), reference, rtol=1e-5, atol=1e-6)
+            block.written_out = False
 
 
 def test_pre_ln_block_is_x_plus_branch_of_layernormed_x():

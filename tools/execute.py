@@ -13,8 +13,8 @@ adds:
 * every cell has a time limit (``--timeout``, default 600 s as for nbval in ``make test``; no
   cell of the course needs more than a minute on an idle machine), enforced twice: by nbclient, and by a watchdog that kills the kernel if
   nbclient is still waiting a minute later, so a lost message can never hang ``make execute``;
-* on Linux and macOS the kernel talks to nbclient over Unix sockets instead of TCP ports, so two
-  notebooks executed at the same time cannot pick the same port;
+* the kernel talks to nbclient over TCP, as nbval's kernels do (Unix sockets, used before,
+  lost a cell's reply now and then on one machine: see ``new_client``);
 * a notebook that fails is left as it was (its committed outputs stay), the others still run,
   and the exit status says whether all of them succeeded.
 """
@@ -22,12 +22,9 @@ adds:
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import nbformat
@@ -77,13 +74,10 @@ def new_client(nb, path: Path, *, timeout: int = CELL_TIMEOUT,
     Call :func:`finish` on the client after executing, so the watchdog stops.
     """
     watchdog = Watchdog(timeout + grace)
+    # TCP, as nbval uses. Unix-socket kernels (transport "ipc") were used until 2026-11-25,
+    # when five executions hung on one machine with the kernel idle and the client still
+    # waiting for a cell's reply, until the watchdog killed them; no TCP run hung there.
     config = Config()
-    if os.name == "posix":
-        # socket files with a name of their own instead of TCP ports: no races between
-        # kernels; an absolute path, because the kernel runs in the notebook's folder
-        config.KernelManager.transport = "ipc"
-        config.KernelManager.ip = os.path.join(tempfile.gettempdir(),
-                                               f"depthlab-kernel-{uuid.uuid4().hex[:12]}")
     client = NotebookClient(
         nb, timeout=timeout, kernel_name="python3", config=config,
         resources={"metadata": {"path": str(path.parent)}},
