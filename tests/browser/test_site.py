@@ -69,6 +69,10 @@ def test_page_offline(browser, path):
         return copy.innerText; }""")
     raw = re.findall(r"\$\$|\\\(|\\\[|(?<![\w$])\$[^$\s][^$]{0,80}\$(?![\w$])", prose)
     assert not raw, f"{name}: unrendered math in the text: {raw[:3]}"
+    # a Markdown table printed by a code cell, left as text: its delimiter row shows as pipes
+    # and dashes (turned into em dashes by the smart-quotes pass)
+    pipes = re.findall(r"\|\s*(?:-{3,}|—)\s*\|\s*(?:-{3,}|—)\s*\|", prose)
+    assert not pipes, f"{name}: a table left as raw Markdown text: {pipes[:2]}"
 
     # 4. internal links resolve to files that exist
     hrefs = page.evaluate("[...document.querySelectorAll('a[href]')].map(a => a.href)")
