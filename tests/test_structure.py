@@ -273,8 +273,9 @@ def test_glue_from_another_notebook_names_a_key_it_glues_and_a_format(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_markdown_outputs_carry_no_dollar_math(path):
-    # myst-nb renders a cell's text/markdown output as CommonMark, without dollarmath: a '$x$'
-    # in a table header reaches the reader as raw TeX (write *x*, or Unicode, there instead)
+    # myst-nb renders a cell's text/markdown output as GitHub-flavoured Markdown (_config.yml),
+    # without dollarmath: a '$x$' in a table header reaches the reader as raw TeX (write *x*,
+    # or Unicode, there instead)
     problems = []
     for index, cell in enumerate(load(path)["cells"]):
         for output in cell.get("outputs", []):

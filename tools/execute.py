@@ -30,7 +30,6 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-from traitlets.config import Config
 
 CELL_TIMEOUT = 600  # seconds per cell, as nbval's --nbval-cell-timeout in the Makefile
 WATCHDOG_GRACE = 60  # seconds after the cell timeout before the watchdog kills the kernel
@@ -74,12 +73,11 @@ def new_client(nb, path: Path, *, timeout: int = CELL_TIMEOUT,
     Call :func:`finish` on the client after executing, so the watchdog stops.
     """
     watchdog = Watchdog(timeout + grace)
-    # TCP, as nbval uses. Unix-socket kernels (transport "ipc") were used until 2026-11-25,
-    # when five executions hung on one machine with the kernel idle and the client still
-    # waiting for a cell's reply, until the watchdog killed them; no TCP run hung there.
-    config = Config()
+    # nbclient's default transport, TCP, as nbval uses. Unix-socket kernels (transport "ipc")
+    # were used until 2026-11-25, when five executions hung on one machine with the kernel
+    # idle and the client still waiting for a cell's reply, until the watchdog killed them.
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", config=config,
+        nb, timeout=timeout, kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
         # nbclient needs the widget state while it runs (its Output-widget capture fails
         # without it); write() drops it from the file
