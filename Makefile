@@ -2,11 +2,13 @@
 # work on a fresh Linux or macOS machine that has Python 3.11 or newer, make and git.
 #
 #   make book    build the HTML site into _build/html
-#   make test    unit + structure tests, the learner-environment test, nbval (strict) on every
+#   make test    unit + structure tests, the learner-environment test, nbval (portable) on every
 #                notebook, strict site build, browser tests of the built site
 #   make lab     open JupyterLab on the notebooks
-#   make bench   time every notebook (and memory, throughput) against its budget
+#   make bench   time every notebook against its budget; check every conclusion over seeds,
+#                thread counts and kernel sets (BENCH_ARGS="--matrix" for the whole matrix)
 #   make execute NB=chapters/01_depth_problem.ipynb   re-execute one notebook in place
+#   make nbval-strict   exact comparison, on the machine that re-executed the notebooks
 #   make lock    regenerate the pinned requirements*.txt from requirements*.in (needs the network)
 
 PYTHON ?= python3
@@ -16,21 +18,21 @@ NOTEBOOK_DIRS := $(wildcard chapters labs solutions)
 # Reproducible hashing in kernels and tests; no telemetry or network from Jupyter Book tooling.
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
-# The committed outputs are what PyTorch computes with AVX2 kernels. On a CPU with AVX-512, PyTorch,
-# oneDNN and MKL choose wider kernels that add floating-point numbers in another order; training a
-# deep network amplifies that last bit until printed numbers differ (measured: chapter 7's gradient
-# ratio after 20 SGD steps, 3.14 with AVX2 and 17.7 with AVX-512 on one AMD EPYC), and nbval fails.
-# So every notebook run from here (nbval, execute, bench, lab) is capped at AVX2, which x86-64 CPUs
-# have had since 2013; on ARM (Apple silicon) these are ignored and the printed digits may differ.
-export ATEN_CPU_CAPABILITY := avx2
-export ONEDNN_MAX_CPU_ISA := AVX2
-export MKL_CBWR := AVX2
+# The digits of a trained network depend on the CPU (vendor, vector width), the thread count and
+# the library paths PyTorch takes; `make test` does not compare them (see `nbval`). Storing
+# outputs and comparing them exactly (`execute`, `nbval-strict`) pins what can be pinned on x86-64:
+# PyTorch's, oneDNN's and MKL's AVX2 kernels, so that two CPUs of one vendor, with and without
+# AVX-512, store the same digits. On ARM (Apple silicon) these settings do not exist: nothing is set.
+ifneq ($(filter x86_64 amd64 i686,$(shell uname -m)),)
+EXACT_KERNELS := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2
+endif
+ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup book test unit learner nbval nbval-threads build browser bench lab execute \
+.PHONY: help setup book test unit learner nbval nbval-strict build browser bench lab execute \
         execute-all lock clean
 
 help:
-	@sed -n '1,11p' Makefile
+	@sed -n '1,13p' Makefile
 
 # Create .venv if missing and install requirements.txt (the learner's set, with the CPU build of
 # torch on Linux without CUDA) and requirements-dev.txt (book build, tests, linters), only when
@@ -56,33 +58,46 @@ unit: setup
 learner: setup
 	$(BIN)/python -m pytest tests/test_learner_env.py -q -rs
 
-# Strict nbval: every notebook is re-executed and its outputs compared with the committed ones.
-# Two notebooks at a time (one per core), each kernel on ONE thread, as `make execute` stores them.
+# nbval, portable: every notebook is re-executed top to bottom, every check it makes
+# (depthlab.conclusions) must hold, and its outputs are compared with the committed ones after
+# tests/nbval/portable.cfg has masked what differs from machine to machine (numbers and other
+# values that come out of a run, column widths). Two notebooks at a time, one per core, each
+# kernel on one thread; the slowest notebooks start first (tests/nbval/order.py).
 NBVAL_WORKERS ?= 2
+DEPTHLAB_DEVICE ?= cpu
 NBVAL := $(BIN)/python -m pytest --nbval --nbval-kernel-name python3 --nbval-cell-timeout 600 -q
+NBVAL_ENV := $(ONE_THREAD) DEPTHLAB_DEVICE=$(DEPTHLAB_DEVICE) DEPTHLAB_SEED=0
 nbval: setup
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(NBVAL) -n $(NBVAL_WORKERS) --dist loadfile $(NOTEBOOK_DIRS)
+	$(NBVAL_ENV) PYTHONPATH=tests/nbval $(NBVAL) -p order \
+	  --nbval-sanitize-with tests/nbval/portable.cfg -n $(NBVAL_WORKERS) --dist loadfile \
+	  $(NOTEBOOK_DIRS)
 
-# The same, one notebook at a time with PyTorch's default thread count (not part of `make test`).
-# On some CPUs the digits of a multi-threaded run differ from the stored ones (see `execute`);
-# that the conclusions hold at two threads, `make bench` checks at seeds 0-2.
-nbval-threads: setup
-	DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 $(NBVAL) $(NOTEBOOK_DIRS)
+# nbval, exact: the committed outputs digit for digit. For maintainers, on the machine that
+# re-executed the notebooks (`make execute-all`; the Running page says which machine stored
+# each notebook): it catches any change at all, including in numbers. Not part of `make test`.
+nbval-strict: setup
+	$(EXACT_KERNELS) $(ONE_THREAD) DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 PYTHONPATH=tests/nbval $(NBVAL) -p order \
+	  -n $(NBVAL_WORKERS) --dist loadfile $(NOTEBOOK_DIRS)
 
 # Strict build: any Sphinx warning (or nitpicky reference problem) fails it.
 build: setup
 	rm -rf _build/html
 	$(BIN)/jupyter-book build . -W -n --keep-going --quiet
 
-# The built site in headless Chromium, offline (skipped with a message when Chromium is missing).
+# The built site in headless Chromium, offline (skipped with a message when no browser is found;
+# tests/browser/sitekit.py says where it looks), one page load per page and theme, two at a time.
 # Screenshots of every page, light and dark, land in _build/screenshots/.
+BROWSER_WORKERS ?= 2
 browser: setup
 	@test -f _build/html/index.html || $(MAKE) --no-print-directory build
-	$(BIN)/python -m pytest tests/browser -q -rs
+	$(BIN)/python -m pytest tests/browser -q -rs -n $(BROWSER_WORKERS)
 
-# Execute every notebook in a fresh kernel; print time, peak memory and training throughput
-# against the budgets; re-run every lab at seeds 1 and 2 and report whether its conclusions
-# hold; write both tables to the book page running.md. BENCH_ARGS="--device cuda" for a GPU.
+# Execute every notebook in a fresh kernel: time and peak memory against the budgets (seed 0,
+# PyTorch's default threads, as a learner runs it); then every notebook that checks conclusions
+# again over seeds, thread counts and kernel sets, with the worst value of every check against
+# its threshold; both tables go to the book page running.md. BENCH_ARGS="--matrix" runs the
+# whole matrix (seeds 0-4, one thread and two threads with ATEN_CPU_CAPABILITY=default);
+# BENCH_ARGS="--device cuda" measures a GPU. See tools/bench.py.
 bench: setup
 	$(BIN)/python tools/bench.py $(BENCH_ARGS)
 
@@ -90,10 +105,10 @@ lab: setup
 	$(BIN)/jupyter lab --notebook-dir=.
 
 # Re-execute one notebook top to bottom in a fresh kernel and store its outputs (then commit it).
-# Stored outputs always come from the CPU at seed 0 on ONE thread, which is what nbval compares
-# against: with more threads, how the libraries split the work depends on the CPU, so the order of
-# the sums, and the digits after training, can change from one CPU to another.
-EXECUTE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 \
+# Stored outputs come from the CPU at seed 0 on one thread with the x86-64 kernels pinned
+# (EXACT_KERNELS), so that `make nbval-strict` on the same machine reproduces them digit for
+# digit; tools/execute.py records the machine in the notebook's metadata (the Running page).
+EXECUTE := $(EXACT_KERNELS) $(ONE_THREAD) DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 \
   $(BIN)/python tools/execute.py
 execute: setup
 	@test -n "$(NB)" || (echo "usage: make execute NB=path/to/notebook.ipynb" && exit 2)

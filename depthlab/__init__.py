@@ -11,6 +11,8 @@ around it, and every name below is available as ``dl.<name>`` after ``import dep
 * ``data``: generated data sets; ``plots``: the figure style, colours and
   :func:`markdown_table`; ``twin``: interactive panels and their no-kernel twins;
 * ``report`` and ``reproduce``: glued numbers, seeds, devices and checked conclusions;
+  ``experiments``: a notebook's :func:`setup`, :func:`steps_to` and the learning-rate sweeps
+  every lab compares its arms with (:func:`best_rates`, :func:`rate_table`);
 * ``paths`` and ``memory`` (imported as modules): the path expansion of Chapter 3 and the
   activation-memory meter of Chapter 6.
 
@@ -19,6 +21,7 @@ Maintainer tooling (executing and timing notebooks) lives in ``tools/``, not her
 
 from .benchmarks import load_mnist1d
 from .data import spirals, split, two_spirals
+from .experiments import best_rates, rate_table, setup, steps_to
 from .models import ACTIVATIONS, ALPHA_WORDS, INITS, NORMS, Block, DeepMLP, init_linear
 from .plots import COLORS, color, layer_heatmap, markdown_table, use_style
 from .probes import (
@@ -44,13 +47,15 @@ from .transformer import (
 from .twin import panel, scrubber
 
 __all__ = [
-    "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "BasicBlock", "Block", "BottleneckBlock", "color",
+    "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "BasicBlock", "best_rates", "Block",
+    "BottleneckBlock", "color",
     "COLORS", "ConclusionFailed",
     "conclusions", "DeepMLP", "default_device", "depth_sweep", "evaluate_loss", "geometric_mean",
     "glue", "History", "init_linear", "INITS", "jacobian", "jacobian_singular_values", "lab_seed",
     "layer_heatmap", "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "Probe",
-    "position_similarity", "ResNet1d", "scrubber", "SeqHistory",
+    "position_similarity", "rate_table", "ResNet1d", "scrubber", "SeqHistory", "setup",
     "sequence_accuracy", "sequence_task", "set_seed", "significant", "spirals", "split",
+    "steps_to",
     "TinyTransformer", "train", "train_many", "train_resnet", "train_sequence", "train_together",
     "TransformerBlock", "two_spirals", "use_style", "weight_grad_norms",
 ]

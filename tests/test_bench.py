@@ -23,23 +23,61 @@ def _glue_output(name, value):
         metadata={"scrapbook": {"name": name, "mime_prefix": "application/papermill.record/"}})
 
 
-def test_bench_reads_only_the_glued_claims():
+def record(measured, op, threshold, written="before the data"):
+    holds = {"<": measured < threshold, ">": measured > threshold}[op]
+    return dict(measured=measured, op=op, threshold=threshold, holds=holds, written=written)
+
+
+def test_bench_reads_only_the_glued_checks():
     cell = nbformat.v4.new_code_cell("")
-    cell.outputs = [_glue_output("holds_a", True), _glue_output("holds_b", False),
+    a, b = record(0.2, "<", 0.5), record(3.0, ">", 4.0, "after a trial")
+    cell.outputs = [_glue_output("check_a", json.dumps(a)), _glue_output("check_b", json.dumps(b)),
                     _glue_output("loss", 0.25)]
     nb = nbformat.v4.new_notebook(cells=[cell])
-    assert bench.glued_claims(nb) == {"a": True, "b": False}
+    assert bench.glued_checks(nb) == {"a": a, "b": b}
 
 
-def test_robustness_table_flags_a_claim_that_fails_or_is_missing_at_one_seed():
-    claims = {"labs/x.ipynb": {0: {"a": True, "b": True}, 1: {"a": True, "b": False},
-                               2: {"a": True}}}
-    lines, every = bench.robustness_table(claims, [0, 1, 2])
+def run(seed, config, **checks):
+    return dict(path="labs/x.ipynb", seed=seed, config=config, checks=checks)
+
+
+def test_the_worst_value_of_a_check_is_the_one_nearest_to_failing():
+    assert bench.worst([record(0.2, "<", 0.5), record(0.4, "<", 0.5)])["measured"] == 0.4
+    assert bench.worst([record(12, ">", 10), record(30, ">", 10)])["measured"] == 12
+    assert bench.worst([record(0.6, "<", 0.5), record(0.1, "<", 0.5)])["holds"] is False
+    assert bench.margin(record(12, ">", 10)) == pytest.approx(0.2)
+    assert bench.margin(record(0.6, "<", 0.5)) == pytest.approx(-0.2)
+
+
+def test_robustness_shows_every_check_at_its_worst_and_counts_the_runs_it_held_in():
+    runs = [run(0, "1 thread", a=record(0.2, "<", 0.5), b=record(30, ">", 10)),
+            run(1, "1 thread", a=record(0.46, "<", 0.5), b=record(8, ">", 10)),
+            run(1, "2 threads, default kernels", a=record(0.3, "<", 0.5))]
+    rows, every = bench.robustness(runs)
     assert not every
-    assert "| x | `a` | holds | holds | holds |" in lines
-    assert "| x | `b` | holds | **FAILS** | missing |" in lines
-    _, every = bench.robustness_table({"labs/x.ipynb": {0: {"a": True}, 1: {"a": True}}}, [0, 1])
-    assert every
+    lines = bench.robustness_table(rows)
+    assert "| x | `a` | < 0.5 | 0.46 (close) | seed 1, 1 thread | 3 of 3 |" in lines
+    assert "| x | `b` | > 10 | 8 | seed 1, 1 thread | **1 of 3** |" in lines  # and missing once
+    rows, every = bench.robustness([run(0, "1 thread", a=record(0.2, "<", 0.5, "after a run"))])
+    assert every and "`a` (after a run)" in bench.robustness_table(rows)[-1]
+
+
+def test_a_run_over_some_notebooks_replaces_only_theirs(tmp_path):
+    old = dict(rows=[dict(path="labs/lab1_fifty_layers.ipynb", seconds=50),
+                     dict(path="labs/lab2_degradation.ipynb", seconds=60)],
+               runs=[run(0, "1 thread", a=record(0.2, "<", 0.5)),
+                     dict(run(1, "1 thread"), path="labs/lab2_degradation.ipynb")],
+               configs=["1 thread"], seeds=[0, 1])
+    new = dict(rows=[dict(path="labs/lab1_fifty_layers.ipynb", seconds=40)],
+               runs=[dict(run(0, "1 thread"), path="labs/lab1_fifty_layers.ipynb")],
+               configs=["1 thread", "2 threads, default kernels"], seeds=[0], machine={},
+               device="cpu")
+    merged = bench.merge(old, new)
+    assert [(r["path"], r["seconds"]) for r in merged["rows"]] == [
+        ("labs/lab1_fifty_layers.ipynb", 40), ("labs/lab2_degradation.ipynb", 60)]
+    assert sorted(r["path"] for r in merged["runs"]) == [
+        "labs/lab1_fifty_layers.ipynb", "labs/lab2_degradation.ipynb", "labs/x.ipynb"]
+    assert merged["configs"] == ["1 thread", "2 threads, default kernels"]
 
 
 def test_the_training_meter_times_each_outermost_training_call_once():
@@ -71,9 +109,10 @@ def test_a_notebook_whose_conclusions_fail_is_measured_not_fatal(tmp_path, monke
     ]])
     path = tmp_path / "lab9_demo.ipynb"
     nbformat.write(nb, path)
-    stats = bench.run_notebook(path, seed=1)
+    stats = bench.run_notebook(path, seed=1, env={"OMP_NUM_THREADS": "1"})
     assert stats["error"] is None
-    assert stats["claims"] == {"fits": True, "perfect": False}
+    assert {name: c["holds"] for name, c in stats["checks"].items()} == {
+        "fits": True, "perfect": False}
     assert "perfect" in stats["conclusions_failed"] and "fits" not in stats["conclusions_failed"]
     assert stats["memory"] > 50 * 2**20  # a kernel that imported PyTorch
     assert [r["examples"] for r in stats["training"]] == [4 * 64]
@@ -89,18 +128,22 @@ def test_a_notebook_that_fails_otherwise_is_recorded_with_its_error(tmp_path, mo
     nbformat.write(nb, path)
     stats = bench.run_notebook(path)
     assert stats["error"].startswith("a cell raised ZeroDivisionError")
-    assert stats["seconds"] > 0 and stats["claims"] == {}
+    assert stats["seconds"] > 0 and stats["checks"] == {}
 
 
 def saved_results(tmp_path, **row):
+    deep_wins = record(0.2, "<", 0.3)
     rows = [dict(path="labs/lab9_demo.ipynb", seconds=120.0, memory=2**29,
                  training=[dict(seconds=30.0, examples=1000), dict(seconds=18.0, examples=10)],
-                 claims={"deep_wins": True}, conclusions_failed=None, error=None, **row),
+                 checks={"deep_wins": deep_wins}, conclusions_failed=None, error=None, **row),
             dict(path="chapters/01_x.ipynb", seconds=12.0, memory=3 * 2**28, training=[],
-                 claims={}, conclusions_failed=None, error=None)]
-    results = dict(machine=bench.machine(), device="cpu", rows=rows, seeds=[0, 1],
-                   claims={"labs/lab9_demo.ipynb": {0: {"deep_wins": True},
-                                                    1: {"deep_wins": False}}})
+                 checks={}, conclusions_failed=None, error=None)]
+    runs = [dict(path="labs/lab9_demo.ipynb", seed=0, config="learner",
+                 checks={"deep_wins": deep_wins}),
+            dict(path="labs/lab9_demo.ipynb", seed=1, config="1 thread",
+                 checks={"deep_wins": record(0.4, "<", 0.3)})]
+    results = dict(machine=bench.machine(), device="cpu", rows=rows, runs=runs, seeds=[0, 1],
+                   configs=["1 thread"])
     saved = tmp_path / "bench.json"
     saved.write_text(json.dumps(results))  # JSON turns the seed keys into strings
     return saved
@@ -109,15 +152,16 @@ def saved_results(tmp_path, **row):
 def test_the_page_renders_from_saved_measurements(tmp_path):
     page = tmp_path / "running.md"
     saved = saved_results(tmp_path)
-    assert bench.main(["--render-only", "--results", str(saved), "--page", str(page)]) == 0
+    assert bench.main(["--render-only", "--results", str(saved), "--page", str(page)]) == 1
     text = page.read_text()
     # over its 90 s budget; 48 s of its 120 s were training
     row = "| lab9_demo | 120 s | 48 s (40 %) | 512 MiB | over: time |"
     assert row.replace(" s", NBSP + "s").replace(" %", NBSP + "%").replace(
         " MiB", NBSP + "MiB") in text
     assert "| 01_x | 12" + NBSP + "s | - | 768" + NBSP + "MiB | ok |" in text
-    assert "| lab9_demo | `deep_wins` | holds | **FAILS** |" in text
-    assert "Not every conclusion held" in text
+    assert "| lab9_demo | `deep_wins` | < 0.3 | 0.4 | seed 1, 1 thread | **1 of 2** |" in text
+    assert "Not every check held in every run" in text
+    assert "*1 thread* (`OMP_NUM_THREADS=1`, `MKL_NUM_THREADS=1`)" in text
     assert "GFLOP" not in text
     # the prose comes from the numbers
     assert "1 of 2 notebooks missed a budget or did not run cleanly: lab9_demo" in text
@@ -157,3 +201,18 @@ def test_render_only_without_saved_measurements_says_what_to_do(tmp_path, capsys
     with pytest.raises(SystemExit):
         bench.main(["--render-only", "--results", str(tmp_path / "none.json")])
     assert "run `make bench` first" in capsys.readouterr().err
+
+
+def test_the_page_renders_from_the_matrix_alone(tmp_path):
+    """`--no-timing`: no timed rows, only the checks over seeds; the page still shows them."""
+    run = dict(path="labs/lab9.ipynb", seed=1, config=bench.ONE_THREAD, error=None, seconds=3.0,
+               conclusions_failed=False, cpu="cpu", date="2026-11-26", device="cpu",
+               checks={"grows": dict(measured=5.0, op=">", threshold=2.0, holds=True,
+                                     written="before the data")})
+    results = dict(machine=dict(cpu="cpu", cores=2, date="2026-11-26", python="3.11",
+                                torch="2", numpy="2", matplotlib="3"),
+                   device="cpu", rows=[], runs=[run], seeds=[1], configs=[bench.ONE_THREAD])
+    page = bench.render(results)
+    assert "has not timed the notebooks" in page
+    assert "grows" in page and "Every check held in every run." in page
+    assert "seed 0 on one thread" in page

@@ -36,6 +36,8 @@ PRECOMMIT = ROOT / ".pre-commit-config.yaml"
 METADATA_TOOL = ROOT / "tools" / "check_notebook_metadata.py"
 INSTALL_HINT = "install the pinned developer set: .venv/bin/pip install -r requirements-dev.txt"
 
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+import sitekit  # noqa: E402  (the browser tests' helpers: how they find the browser)
 
 # --- helpers ---------------------------------------------------------------------------------
 
@@ -140,52 +142,212 @@ def test_the_linters_reject_a_broken_workflow(tmp_path):
     assert result.returncode != 0 and "template-injection" in result.stdout, result.stdout
 
 
-# --- .ci/run and the CI workflow ---------------------------------------------------------------
+# --- .ci/run and the browser it finds ----------------------------------------------------------
+
+BASH = shutil.which("bash") or "/bin/bash"
 
 
-def run_ci_script(tmp_path: Path, make_status: int) -> tuple[subprocess.CompletedProcess, str]:
-    """.ci/run with stand-ins for `make` (records its arguments and REQUIRE_BROWSER, exits with
-    ``make_status``) and `chromium` (so that nothing is installed)."""
+def stand_in(path: Path, script: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{script}\n")
+    path.chmod(0o755)
+    return path
+
+
+def run_ci_script(tmp_path: Path, make_status: int = 0, *, browser: bool = True,
+                  isolated: bool = False, system: str | None = None, root: bool | None = None,
+                  env: dict | None = None) -> tuple[subprocess.CompletedProcess, str]:
+    """.ci/run with a stand-in `make` (records its arguments, REQUIRE_BROWSER and CHROMIUM, and
+    exits with ``make_status``) and, with ``browser``, a stand-in `chromium` on PATH (so that
+    nothing is installed). ``isolated``: PATH holds only the stand-ins and the few commands
+    .ci/run needs, so no browser of this machine is found; ``system`` and ``root`` stand in for
+    `uname -s` and `id -u`; a stand-in `apt-get` records that it was called and "installs" a
+    stand-in chromium. Returns the result and what make recorded."""
     fake = tmp_path / "bin"
-    fake.mkdir(parents=True)
+    fake.mkdir(parents=True, exist_ok=True)
     log = tmp_path / "make.log"
-    (fake / "make").write_text(
-        f'#!/bin/sh\necho "make $* REQUIRE_BROWSER=$REQUIRE_BROWSER PWD=$PWD" > "{log}"\n'
-        f"exit {make_status}\n"
-    )
-    (fake / "chromium").write_text("#!/bin/sh\nexit 0\n")
-    for name in ("make", "chromium"):
-        (fake / name).chmod(0o755)
-    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("REQUIRE_BROWSER", None)
-    result = subprocess.run(["bash", str(CI_RUN)], env=env, capture_output=True, text=True,
+    stand_in(fake / "make", f'echo "make $* REQUIRE_BROWSER=$REQUIRE_BROWSER CHROMIUM=$CHROMIUM '
+                            f'PWD=$PWD" > "{log}"\nexit {make_status}')
+    if browser:
+        stand_in(fake / "chromium", 'echo "Chromium 1.2.3"')
+    stand_in(fake / "apt-get", f'echo "apt-get $*" >> "{tmp_path / "apt-get.log"}"\n'
+                               f'[ "$1" = install ] && printf "#!/bin/sh\\necho Chromium 9\\n" '
+                               f'> "{fake}/chromium" && chmod +x "{fake}/chromium"\nexit 0')
+    if system is not None:
+        stand_in(fake / "uname", f"echo {system}")
+    if root is not None:
+        stand_in(fake / "id", f"echo {0 if root else 501}")
+    path = str(fake)
+    if isolated:
+        for name in ("dirname", "head", "id", "uname", "chmod", "printf", "sh"):
+            real = shutil.which(name)
+            if real and not (fake / name).exists():
+                (fake / name).symlink_to(real)
+    else:
+        path = f"{fake}{os.pathsep}{os.environ['PATH']}"
+    run_env = {**os.environ, "PATH": path, **(env or {})}
+    run_env.pop("REQUIRE_BROWSER", None)
+    if not env or "CHROMIUM" not in env:
+        run_env.pop("CHROMIUM", None)
+    result = subprocess.run([BASH, str(CI_RUN)], env=run_env, capture_output=True, text=True,
                             timeout=60, check=False)  # fmt: skip
     return result, log.read_text().strip() if log.exists() else ""
 
 
-def test_ci_run_runs_the_readme_test_command_and_keeps_its_status(tmp_path):
+def apt_get_calls(tmp_path: Path) -> str:
+    log = tmp_path / "apt-get.log"
+    return log.read_text() if log.exists() else ""
+
+
+def test_the_readme_test_command_is_the_one_ci_runs():
     readme_cmd = readme_test_command()
     assert readme_cmd == "make test", f"the README's test command is now {readme_cmd!r}"
+
+
+def test_ci_run_runs_make_test_and_keeps_its_status(tmp_path):
     passed, called = run_ci_script(tmp_path / "pass", make_status=0)
     assert passed.returncode == 0, passed.stderr
-    assert called == f"{readme_cmd} REQUIRE_BROWSER=1 PWD={ROOT}", called
+    chromium = tmp_path / "pass" / "bin" / "chromium"
+    assert called == f"make test REQUIRE_BROWSER=1 CHROMIUM={chromium} PWD={ROOT}", called
+    assert f"browser for the tests: {chromium} (Chromium 1.2.3)" in passed.stdout, passed.stdout
     failed, _ = run_ci_script(tmp_path / "fail", make_status=3)
     assert failed.returncode == 3, ".ci/run does not exit with the status of `make test`"
+    assert not apt_get_calls(tmp_path / "pass") and not apt_get_calls(tmp_path / "fail")
+
+
+def test_ci_run_uses_the_browser_chromium_names(tmp_path):
+    """CHROMIUM=/path chooses the browser (a path with a space, like macOS's Chrome), even with
+    another one on PATH; a CHROMIUM that is not there is not replaced by another browser."""
+    chrome = stand_in(tmp_path / "Google Chrome.app" / "Google Chrome", 'echo "Google Chrome 9"')
+    result, called = run_ci_script(tmp_path / "set", env={"CHROMIUM": str(chrome)})
+    assert result.returncode == 0, result.stderr
+    assert f"CHROMIUM={chrome} PWD=" in called, called
+    assert f"browser for the tests: {chrome} (Google Chrome 9)" in result.stdout
+    missing = tmp_path / "no" / "chrome"
+    result, called = run_ci_script(tmp_path / "missing", make_status=1,
+                                   env={"CHROMIUM": str(missing)})  # fmt: skip
+    assert result.returncode == 1 and f"CHROMIUM={missing} is not an executable" in result.stderr
+    assert f"CHROMIUM={missing} PWD=" in called and "REQUIRE_BROWSER=1" in called, called
+    assert not apt_get_calls(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("name", ["chromium-browser", "google-chrome"])
+def test_ci_run_finds_a_browser_by_its_other_names(tmp_path, name):
+    stand_in(tmp_path / "bin" / name, f'echo "{name} 7"')
+    result, called = run_ci_script(tmp_path, browser=False, isolated=True, system="Linux",
+                                   root=True)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"CHROMIUM={tmp_path / 'bin' / name} PWD=" in called, called
+    assert not apt_get_calls(tmp_path), "a browser was there: nothing to install"
+
+
+def test_ci_run_on_macos_never_apt_gets_and_still_runs_make_test(tmp_path):
+    """On macOS (GitHub's runner: not root, no apt-get; here a stand-in apt-get that must not be
+    called) without a browser on PATH: .ci/run takes Google Chrome from /Applications, or says
+    that there is none, and runs `make test` with REQUIRE_BROWSER=1 either way, keeping its
+    status (the browser tests then fail instead of being skipped)."""
+    result, called = run_ci_script(tmp_path, make_status=2, browser=False, isolated=True,
+                                   system="Darwin", root=True)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert not apt_get_calls(tmp_path), f"apt-get on macOS: {apt_get_calls(tmp_path)}"
+    assert called.startswith("make test REQUIRE_BROWSER=1 "), called
+    mac_chrome = sitekit.MACOS_CHROME
+    if os.access(mac_chrome, os.X_OK):  # this is a Mac with Google Chrome
+        assert f"CHROMIUM={mac_chrome} PWD=" in called
+    else:
+        assert "CHROMIUM= PWD=" in called and "no browser for the tests" in result.stderr
+
+
+def test_ci_run_installs_debians_chromium_only_as_root_on_linux(tmp_path):
+    result, called = run_ci_script(tmp_path / "root", browser=False, isolated=True,
+                                   system="Linux", root=True)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "install -y -qq chromium fonts-liberation fonts-dejavu-core" in apt_get_calls(
+        tmp_path / "root")
+    chromium = tmp_path / "root" / "bin" / "chromium"
+    assert f"CHROMIUM={chromium} PWD=" in called, called
+    assert f"browser for the tests: {chromium} (Chromium 9)" in result.stdout
+    result, called = run_ci_script(tmp_path / "user", browser=False, isolated=True,
+                                   system="Linux", root=False)  # fmt: skip
+    assert not apt_get_calls(tmp_path / "user"), "apt-get without root"
+    assert called.startswith("make test REQUIRE_BROWSER=1 "), called
+
+
+def test_ci_run_and_the_browser_tests_look_for_the_browser_in_the_same_places():
+    script = CI_RUN.read_text(encoding="utf-8")
+    assert f'MACOS_CHROME="{sitekit.MACOS_CHROME}"' in script
+    assert f"for name in {' '.join(sitekit.BROWSER_NAMES)}; do" in script
+
+
+# --- tests/browser/sitekit.py: the browser the tests use ---------------------------------------
+
+
+def test_the_browser_tests_take_chromium_from_the_environment_then_path_then_macos(tmp_path):
+    bin_ = tmp_path / "bin"
+    mac = stand_in(tmp_path / "Applications" / "Google Chrome", "true")
+    nowhere = str(tmp_path / "none")
+    find = sitekit.find_browser
+    assert find({"PATH": str(bin_)}, macos_chrome=nowhere)[0] is None
+    assert find({"PATH": str(bin_)}, macos_chrome=str(mac)) == (str(mac), "Google Chrome (macOS)")
+    chrome = stand_in(bin_ / "google-chrome", "true")
+    assert find({"PATH": str(bin_)}, macos_chrome=str(mac))[0] == str(chrome)
+    browser = stand_in(bin_ / "chromium-browser", "true")
+    assert find({"PATH": str(bin_)}, macos_chrome=str(mac))[0] == str(browser)
+    chromium = stand_in(bin_ / "chromium", "true")
+    assert find({"PATH": str(bin_)}, macos_chrome=str(mac))[0] == str(chromium)
+    chosen = stand_in(tmp_path / "my browser" / "chrome", "true")
+    env = {"PATH": str(bin_), "CHROMIUM": str(chosen)}
+    assert find(env, macos_chrome=str(mac)) == (str(chosen), "$CHROMIUM")
+    assert find({**env, "CHROMIUM": "chromium-browser"}, macos_chrome=nowhere)[0] == str(browser)
+    missing, why = find({**env, "CHROMIUM": str(tmp_path / "gone")}, macos_chrome=str(mac))
+    assert missing is None and "CHROMIUM=" in why, "a wrong CHROMIUM must not be replaced"
+
+
+def test_the_browser_tests_never_skip_where_a_browser_is_required(monkeypatch):
+    monkeypatch.setattr(sitekit, "CHROMIUM", None)
+    monkeypatch.setenv("REQUIRE_BROWSER", "1")
+    with pytest.raises(RuntimeError, match="REQUIRE_BROWSER=1"):
+        sitekit.require_chromium()
+    monkeypatch.delenv("REQUIRE_BROWSER")
+    with pytest.raises(pytest.skip.Exception, match="browser tests need"):
+        sitekit.require_chromium()
+
+
+# --- the CI workflow ---------------------------------------------------------------------------
 
 
 def ci_jobs() -> dict:
     return load_workflow(CI)["jobs"]
 
 
+def test_jobs() -> dict:
+    """The jobs that run .ci/run, by name."""
+    return {name: job for name, job in ci_jobs().items()
+            if any(".ci/run" in s.get("run", "") for s in steps(job))}  # fmt: skip
+
+
+test_jobs.__test__ = False  # a helper, not a test
+
+
+def linux_job() -> dict:
+    return next(j for j in test_jobs().values() if "container" in j)
+
+
+def macos_job() -> dict:
+    return next(j for j in test_jobs().values() if str(j.get("runs-on", "")).startswith("macos"))
+
+
 def test_ci_runs_ci_run_and_nothing_else():
-    """The workflow calls .ci/run instead of re-implementing it: one step runs it, keeping its
-    exit status through the log's pipe, and no step runs make or pytest itself."""
+    """The workflow calls .ci/run instead of re-implementing it: in each test job, one step runs
+    it, keeping its exit status through the log's pipe, and no step runs make or pytest itself."""
     scripts = [(name, s["run"]) for name, job in ci_jobs().items() for s in steps(job) if "run" in s]
     runs_ci = [(name, run) for name, run in scripts if re.search(r"(^|\s)\.ci/run\b", run)]
-    assert len(runs_ci) == 1, f"expected one step that runs .ci/run, found {runs_ci}"
-    job = ci_jobs()[runs_ci[0][0]]
-    shell = job.get("defaults", {}).get("run", {}).get("shell")
-    assert "set -o pipefail" in runs_ci[0][1] and shell == "bash", "the exit status is lost in |"
+    names = [name for name, _ in runs_ci]
+    assert len(names) == 2 and len(set(names)) == 2, (
+        f"expected one step that runs .ci/run in each of two jobs (Linux, macOS): {runs_ci}")
+    for name, run in runs_ci:
+        shell = ci_jobs()[name].get("defaults", {}).get("run", {}).get("shell")
+        assert "set -o pipefail" in run and shell == "bash", f"{name}: the exit status is lost in |"
     for _, run in scripts:
         assert not re.search(r"(^|[\s;&|])(make|pytest|python -m pytest)\b", run), (
             f"a workflow step runs the tests itself instead of .ci/run: {run!r}"
@@ -199,7 +361,7 @@ def test_ci_triggers():
 
 
 def test_ci_runs_on_python_3_11_with_a_pip_cache_keyed_on_the_locks():
-    job = next(j for j in ci_jobs().values() if any(".ci/run" in s.get("run", "") for s in steps(j)))
+    job = linux_job()
     container = job.get("container")
     image = container.get("image") if isinstance(container, dict) else container
     assert image and re.match(r"python:3\.11(?:[-.]|$)", image), "the test job is not on 3.11"
@@ -210,16 +372,40 @@ def test_ci_runs_on_python_3_11_with_a_pip_cache_keyed_on_the_locks():
         assert f"'{lock}'" in key, f"the pip cache is not keyed on {lock}"
 
 
-def test_reports_are_uploaded_when_the_tests_fail():
-    job = next(j for j in ci_jobs().values() if any(".ci/run" in s.get("run", "") for s in steps(j)))
-    names = [uses(s) or s.get("run", "") for s in steps(job)]
+def test_ci_runs_ci_run_on_apple_silicon_macos_with_python_3_11():
+    """A second test job: .ci/run on GitHub's arm64 macOS runner, Python 3.11 from
+    actions/setup-python (before .ci/run), pip's downloads cached on the two locks; no container
+    (there are none on macOS) and nothing that installs a browser: the runner has Chrome."""
+    job = macos_job()
+    runner = str(job["runs-on"])
+    # macos-14, macos-15, macos-26 and macos-latest are arm64; -intel, -large and 13 are x86-64
+    assert re.fullmatch(r"macos-(1[4-9]|2\d|latest)(-xlarge)?", runner), runner
+    assert "container" not in job
+    setup = [(i, s) for i, s in enumerate(steps(job)) if uses(s) == "actions/setup-python"]
     i_run = next(i for i, s in enumerate(steps(job)) if ".ci/run" in s.get("run", ""))
-    tee = re.search(r"\|\s*tee\s+(\S+)", steps(job)[i_run]["run"])
-    upload = [s for s in steps(job)[i_run:] if uses(s) == "actions/upload-artifact"]
-    assert tee and upload, f"the test log is not kept and uploaded: {names}"
-    assert upload[0].get("if") == "failure()"
-    paths = str(upload[0]["with"]["path"])
-    assert tee[1] in paths and "_build/html/reports" in paths and "_build/screenshots" in paths
+    assert setup and setup[0][0] < i_run, "Python is not set up before .ci/run"
+    with_ = setup[0][1]["with"]
+    assert str(with_["python-version"]) == "3.11", with_
+    assert with_.get("cache") == "pip"
+    for lock in ("requirements.txt", "requirements-dev.txt"):
+        assert lock in str(with_.get("cache-dependency-path")), f"pip cache not keyed on {lock}"
+    assert not any("apt-get" in s.get("run", "") or "brew " in s.get("run", "")
+                   for s in steps(job)), "the macOS job installs things .ci/run should not need"
+
+
+def test_reports_are_uploaded_when_the_tests_fail():
+    artifact_names = []
+    for name, job in test_jobs().items():
+        names = [uses(s) or s.get("run", "") for s in steps(job)]
+        i_run = next(i for i, s in enumerate(steps(job)) if ".ci/run" in s.get("run", ""))
+        tee = re.search(r"\|\s*tee\s+(\S+)", steps(job)[i_run]["run"])
+        upload = [s for s in steps(job)[i_run:] if uses(s) == "actions/upload-artifact"]
+        assert tee and upload, f"{name}: the test log is not kept and uploaded: {names}"
+        assert upload[0].get("if") == "failure()"
+        paths = str(upload[0]["with"]["path"])
+        assert tee[1] in paths and "_build/html/reports" in paths and "_build/screenshots" in paths
+        artifact_names.append(upload[0]["with"]["name"])
+    assert len(set(artifact_names)) == len(artifact_names), "two jobs upload under one name"
 
 
 # --- Pages: only what passed -------------------------------------------------------------------
@@ -228,26 +414,29 @@ def test_reports_are_uploaded_when_the_tests_fail():
 def test_pages_publishes_only_a_tested_push_to_main():
     jobs = ci_jobs()
     on_main = "github.event_name == 'push' && github.ref == 'refs/heads/main'"
-    # the test job hands over the site it built, in a step reached only when .ci/run passed
-    test_name, test = next((n, j) for n, j in jobs.items()
-                           if any(".ci/run" in s.get("run", "") for s in steps(j)))  # fmt: skip
+    # one test job (Linux) hands over the site it built, in a step reached only when .ci/run
+    # passed
+    hand_overs = [(n, i, s) for n, j in test_jobs().items() for i, s in enumerate(steps(j))
+                  if uses(s) == "actions/upload-pages-artifact"]  # fmt: skip
+    assert len(hand_overs) == 1, "one test job should upload the site it tested, once"
+    test_name, i_upload, upload = hand_overs[0]
+    assert jobs[test_name] is not macos_job(), "the published site is the Linux job's"
+    test = jobs[test_name]
     i_run = next(i for i, s in enumerate(steps(test)) if ".ci/run" in s.get("run", ""))
-    hand_over = [(i, s) for i, s in enumerate(steps(test))
-                 if uses(s) == "actions/upload-pages-artifact"]  # fmt: skip
-    assert len(hand_over) == 1, "the test job should upload the site it tested, once"
-    i_upload, upload = hand_over[0]
     assert i_upload > i_run and upload["with"]["path"].rstrip("/") == "_build/html"
     assert upload.get("if") == on_main, "the site is handed over for a push to main only"
     assert not re.search(r"always\(\)|failure\(\)|cancelled\(\)", str(upload.get("if"))), (
         "the hand-over must not run when the tests failed"
     )
-    # the deployment waits for the test job, and only that job deploys
+    # the deployment waits for every test job, and only that job deploys
     deploy = [(n, j) for n, j in jobs.items() if any(uses(s) == "actions/deploy-pages"
                                                      for s in steps(j))]  # fmt: skip
     assert len(deploy) == 1
     name, job = deploy[0]
     needs = job.get("needs", [])
-    assert test_name in ([needs] if isinstance(needs, str) else needs), f"{name} does not wait"
+    needs = [needs] if isinstance(needs, str) else needs
+    for tested in test_jobs():
+        assert tested in needs, f"{name} does not wait for {tested}"
     assert job.get("if") == on_main and "always()" not in str(job.get("if"))
     perms = job.get("permissions", {})
     assert perms.get("pages") == "write" and perms.get("id-token") == "write", perms
@@ -287,12 +476,14 @@ def test_pre_commit_hooks_are_local_and_offline():
     assert "tools/check_notebook_metadata.py" in entries
 
 
-def test_readme_explains_pages_and_pre_commit():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "pre-commit install" in readme, "the README does not say how to enable pre-commit"
-    assert "GitHub Actions" in readme and "Pages" in readme, (
-        "the README does not say how to turn on Pages for a fork"
+def test_the_contributors_guide_explains_pages_and_pre_commit():
+    guide = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert "pre-commit install" in guide, "CONTRIBUTING.md does not say how to enable pre-commit"
+    assert "GitHub Actions" in guide and "Pages" in guide, (
+        "CONTRIBUTING.md does not say how to turn on Pages for a fork"
     )
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "CONTRIBUTING.md" in readme, "the README does not point contributors to CONTRIBUTING.md"
 
 
 def metadata_tool():

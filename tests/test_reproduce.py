@@ -57,6 +57,58 @@ def test_a_failing_conclusion_fails_the_notebook_after_printing_all(capsys, monk
     assert "seed 0: 1 of 2 hold" in out
 
 
+def test_each_check_is_glued_with_its_numbers_and_when_it_was_written(monkeypatch):
+    import json
+
+    glued = {}
+    monkeypatch.setattr(dl.report, "glue", lambda name, value, display=True: glued.update(
+        {name: value}))
+    dl.conclusions({"ratio_is_large": (np.float64(12.5), ">", 10),
+                    "seen_in_a_trial": (3, "<=", 4, "after a trial")})
+    assert json.loads(glued["check_ratio_is_large"]) == {
+        "measured": 12.5, "op": ">", "threshold": 10, "holds": True,
+        "written": "before the data"}
+    assert json.loads(glued["check_seen_in_a_trial"])["written"] == "after a trial"
+
+
+def test_checks_written_at_different_times_are_listed_and_counted_apart(capsys, monkeypatch):
+    monkeypatch.delenv("DEPTHLAB_SEED", raising=False)
+    dl.conclusions({"early": (1, "<", 2), "late": (1, "<", 2, "after a run"),
+                    "trial": (5, ">", 4, "after a trial")})
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["written before the data:", "  early  1 < 2  holds",
+                   "written after a trial:", "  trial  5 > 4  holds",
+                   "written after a run:", "  late   1 < 2  holds",
+                   "seed 0: 1 of 1 written before the data hold; 1 of 1 written after a trial "
+                   "hold; 1 of 1 written after a run hold"]
+
+
+def test_a_prediction_reported_as_refuted_must_fail(capsys, monkeypatch):
+    import json
+
+    monkeypatch.delenv("DEPTHLAB_SEED", raising=False)
+    glued = {}
+    monkeypatch.setattr(dl.report, "glue", lambda name, value, display=True: glued.update(
+        {name: value}))
+    dl.conclusions({"plain_fails": (0.69, ">", 0.6)},
+                   refuted={"input_returns": (3e-8, ">", 1e-6)})
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["written before the data:", "  plain_fails    0.69 > 0.6  holds",
+                   "predictions the text reports as refuted:",
+                   "  input_returns  3e-08 > 1e-06  refuted",
+                   "seed 0: 1 of 1 written before the data hold; 1 of 1 refuted as the text "
+                   "says"]
+    record = json.loads(glued["check_input_returns"])
+    assert record["op"] == "<=" and record["holds"] and record["verdict"] == "refuted"
+    with pytest.raises(dl.ConclusionFailed, match=r"input_returns \(0.5 > 1e-06 holds\)"):
+        dl.conclusions({}, refuted={"input_returns": (0.5, ">", 1e-6)})
+    assert "input_returns  0.5 > 1e-06  HOLDS" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="both a claim and a refuted prediction"):
+        dl.conclusions({"a": (1, "<", 2)}, refuted={"a": (1, ">", 2)})
+    with pytest.raises(ValueError, match="operator must be one of"):
+        dl.conclusions({}, refuted={"a": (1, "==", 2)})
+
+
 def test_a_nan_measurement_never_holds(capsys):
     with pytest.raises(dl.ConclusionFailed):
         dl.conclusions({"fits": (float("nan"), "<", 1.0)})
@@ -70,6 +122,8 @@ def test_a_nan_measurement_never_holds(capsys):
     ({"ratio": np.bool_(False)}, "tuple"),
     ({"ratio": (0.3, "~", 1)}, "operator one of"),
     ({"ratio": ("big", "<", 1)}, "measured value must be a number"),
+    ({"ratio": (1, "<", 2, "later")}, "when it was written must be one of"),
+    ({"ratio": (1, "<", 2, "after a run", "extra")}, "tuple"),
 ])
 def test_conclusions_reject_malformed_claims(claims, message, capsys):
     with pytest.raises(ValueError, match=message):

@@ -1,8 +1,10 @@
-"""Measure what running the course costs: ``python tools/bench.py`` (``make bench``).
+"""Measure what running the course costs, and whether its conclusions hold on every machine:
+``python tools/bench.py`` (``make bench``).
 
 Every notebook in chapters/, labs/ and solutions/ is executed in a fresh kernel, as nbval does
-(with the cell time limit of ``tools/execute.py``), and the book page ``running.md`` gives for
-each one:
+(with the cell time limit of ``tools/execute.py``), one after the other, at seed 0 and as a
+learner runs it (PyTorch's default thread count, the CPU's own kernels). The book page
+``running_measured.md``, which the page ``running.md`` includes, gives for each one:
 
 * the wall time of the execution, kernel start included, against its budget (a chapter 30 s,
   a lab 90 s, a solution notebook 60 s, on an idle 2-core machine);
@@ -11,24 +13,37 @@ each one:
 * the kernel's peak memory (``resource.getrusage``'s ``ru_maxrss``: KiB on Linux, bytes on
   macOS), against a budget of 2 GiB.
 
-Seed robustness: every lab ends with :func:`depthlab.conclusions`, which glues each claim of its
-verdict as ``holds_<name>`` and raises ``ConclusionFailed`` if one does not hold. After the timed
-pass (seed 0), every notebook with conclusions is executed again with ``DEPTHLAB_SEED=1`` and
-``DEPTHLAB_SEED=2`` (``--seeds`` sets how many seeds in all), and a second table says, for every
-claim, whether it held at every seed. A notebook whose conclusions fail is recorded (which claims
-failed, and the error), not a reason to stop; so is a notebook that fails for another reason.
+The seconds per notebook also go to ``tests/nbval/durations.json``, from which ``make test``
+starts the slowest notebooks first.
+
+Do the conclusions hold on every machine? Every notebook ends with :func:`depthlab.conclusions`,
+which glues each check as ``check_<name>`` (its measured value, operator, threshold, and when it
+was written) and raises ``ConclusionFailed`` if one does not hold. After the timed pass, every
+notebook with checks is executed again in each configuration of a matrix (:data:`CONFIGS`: seeds,
+thread counts, PyTorch's kernel set), and the page shows, for every check, its worst value over
+all the runs against its threshold, and in which run, so a check that only just holds is visible.
+The default matrix is seeds 0-2 on one thread; ``--matrix`` runs seeds 0-4 on one thread and on
+two threads with ``ATEN_CPU_CAPABILITY=default`` (PyTorch's scalar kernels, which change the digits
+of a trained network the way another CPU does). Runs on one thread go two at a time (``--jobs``).
+A notebook whose conclusions fail is recorded (which checks failed, and the error), not a reason
+to stop; so is a notebook that fails for another reason.
 
 ``--device cpu|cuda|auto`` sets ``DEPTHLAB_DEVICE`` for the kernels (default: auto, i.e. CUDA
 when available); the page records which device the notebooks trained on. The measurements are
-saved to ``_build/bench.json``; ``--render-only`` rewrites the page from them.
+kept in ``tools/bench_results.json`` (committed, so that the page can be rewritten with
+``--render-only``). A run over some notebooks (``make bench BENCH_ARGS="--matrix labs/lab1"``)
+replaces what the file held for those notebooks and keeps the others, so a notebook that changed
+can be measured again alone; the page names every machine and date its measurements come from.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime as dt
 import inspect
 import json
+import math
 import os
 import platform
 import sys
@@ -46,6 +61,20 @@ FOLDERS = ("chapters", "labs", "solutions")
 BUDGET_S = {"chapters": 30, "labs": 90, "solutions": 60}
 BUDGET_MEMORY = 2 * 1024**3
 NBSP = "\u00a0"  # keeps "18 s" and "12 s (40 %)" on one line in a narrow table
+DURATIONS = ROOT / "tests" / "nbval" / "durations.json"
+
+# The configurations a notebook's checks are run in: environment variables for its kernel. The
+# timed pass is "learner"; the robustness runs use the others.
+LEARNER = "learner"
+ONE_THREAD = "1 thread"
+OTHER_KERNELS = "2 threads, default kernels"
+CONFIGS = {
+    LEARNER: {},  # PyTorch's default thread count and the CPU's own kernels
+    ONE_THREAD: {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+    OTHER_KERNELS: {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2",
+                    "ATEN_CPU_CAPABILITY": "default"},
+}
+CLOSE = 0.1  # a check whose worst value is within 10 % of its threshold is marked as close
 
 
 # ---------------------------------------------------------------- in the kernel
@@ -137,16 +166,24 @@ print(_json.dumps({"memory": _peak, "training": _depthlab_bench_runs}))
 # ---------------------------------------------------------------- running notebooks
 
 
-def glued_claims(nb) -> dict[str, bool]:
-    """The ``holds_<name>`` values a notebook glued with :func:`depthlab.conclusions`."""
-    claims = {}
+def glued_checks(nb) -> dict[str, dict]:
+    """The ``check_<name>`` records a notebook glued with :func:`depthlab.conclusions`."""
+    checks = {}
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             name = out.get("metadata", {}).get("scrapbook", {}).get("name", "")
-            if name.startswith("holds_"):
+            if name.startswith("check_"):
                 text = out["data"]["application/papermill.record/text/plain"]
-                claims[name.removeprefix("holds_")] = text.strip() == "True"
-    return claims
+                # myst-nb glues a str as its repr: a JSON object between quotes
+                checks[name.removeprefix("check_")] = json.loads(eval_str(text))
+    return checks
+
+
+def eval_str(text: str) -> str:
+    """The string that a Python string literal (a repr) stands for."""
+    import ast
+
+    return ast.literal_eval(text.strip())
 
 
 def _stdout(cell) -> str:
@@ -161,26 +198,28 @@ def _load() -> float | None:
         return None
 
 
-def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT) -> dict:
+def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT,
+                 env: dict | None = None) -> dict:
     """Execute ``path`` in a fresh kernel (nothing is written back) and measure it.
 
-    ``seed`` is passed to the kernel as ``DEPTHLAB_SEED`` (see :mod:`depthlab.reproduce`).
-    Returns ``seconds``, ``memory`` (bytes, or None where it cannot be read), ``training``
-    (seconds and examples of each training run), ``claims`` (glued ``holds_*``),
-    ``conclusions_failed`` (the ``ConclusionFailed`` message, or None) and ``error`` (why the
-    notebook stopped early, or None).
+    ``seed`` is passed to the kernel as ``DEPTHLAB_SEED`` (see :mod:`depthlab.reproduce`), with
+    ``env`` (more environment variables, e.g. one of :data:`CONFIGS`). Returns ``seconds``,
+    ``memory`` (bytes, or None where it cannot be read), ``training`` (seconds and examples of
+    each training run), ``checks`` (the glued ``check_*`` records), ``conclusions_failed`` (the
+    ``ConclusionFailed`` message, or None) and ``error`` (why the notebook stopped early, or
+    None).
     """
     nb = nbformat.read(path, as_version=4)
     # executed as one notebook, never written back: the meter first, the probe last
     setup, probe = nbformat.v4.new_code_cell(_SETUP), nbformat.v4.new_code_cell(_PROBE)
     nb.cells = [setup, *nb.cells, probe]
     client = execute.new_client(nb, path, timeout=timeout)
-    os.environ["DEPTHLAB_SEED"] = str(seed)  # the kernel inherits this process's environment
+    kernel_env = {**os.environ, **(env or {}), "DEPTHLAB_SEED": str(seed)}
     stats = dict(memory=None, training=[], conclusions_failed=None, error=None,
                  load=_load())
     start = time.perf_counter()
     try:
-        with client.setup_kernel():
+        with client.setup_kernel(env=kernel_env):
             for index, cell in enumerate(nb.cells[:-1]):
                 try:
                     client.execute_cell(cell, index)
@@ -198,7 +237,7 @@ def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT)
         execute.finish(client)
     if stats["load"] is not None:  # the machine's load while the notebook ran: start and end
         stats["load"] = (stats["load"] + _load()) / 2
-    stats["claims"] = glued_claims(nb)
+    stats["checks"] = glued_checks(nb)
     return stats
 
 
@@ -250,21 +289,81 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def robustness_table(claims: dict[str, dict[int, dict[str, bool]]], seeds: list[int]):
-    """Markdown lines: one row per claim, ``holds``/``FAILS`` per seed; and whether all held."""
-    lines = ["| notebook | conclusion | " + " | ".join(f"seed {s}" for s in seeds) + " |",
-             "|---|---|" + "---|" * len(seeds)]
-    every = True
-    for path, by_seed in claims.items():
-        names = list(dict.fromkeys(n for s in seeds for n in by_seed.get(s, {})))
-        for name in names:
-            marks = []
-            for s in seeds:
-                value = by_seed.get(s, {}).get(name)
-                every &= bool(value)
-                marks.append("missing" if value is None else "holds" if value else "**FAILS**")
-            lines.append(f"| {_name(path)} | `{name}` | " + " | ".join(marks) + " |")
-    return lines, every
+def worst(records: list[dict]) -> dict:
+    """The worst of one check's records over several runs: the one nearest to failing.
+
+    For ``<`` and ``<=`` that is the largest measured value, for ``>`` and ``>=`` the smallest;
+    for ``==`` one that differs from the threshold, if any. A record that did not hold is worse
+    than any that did.
+    """
+    def badness(record):
+        value, threshold = _number(record["measured"]), _number(record["threshold"])
+        if math.isnan(value):
+            return (1, math.inf)
+        sign = {"<": 1, "<=": 1, ">": -1, ">=": -1}.get(record["op"])
+        return (0 if record["holds"] else 1,
+                abs(value - threshold) if sign is None else sign * value)
+
+    return max(records, key=badness)
+
+
+def _number(value) -> float:
+    return float(value)  # also "nan", "inf", "-inf", as depthlab writes them
+
+
+def margin(record: dict) -> float | None:
+    """How far the measured value is from the threshold, as a fraction of the threshold (None
+    for ``==`` or a threshold of 0); negative where the check fails."""
+    value, threshold = _number(record["measured"]), _number(record["threshold"])
+    if record["op"] == "==" or threshold == 0 or not math.isfinite(value):
+        return None
+    sign = 1 if record["op"] in (">", ">=") else -1
+    return sign * (value - threshold) / abs(threshold)
+
+
+def _fmt(value) -> str:
+    value = _number(value)
+    return f"{value:.3g}" if math.isfinite(value) else str(value)
+
+
+def robustness(runs: list[dict]) -> tuple[list[dict], bool]:
+    """One summary per (notebook, check) over all ``runs``: its worst record, in which run,
+    how many runs it held in, and whether it is missing from some."""
+    by_check: dict[tuple[str, str], list] = {}
+    paths_runs: dict[str, list] = {}
+    for run in runs:
+        paths_runs.setdefault(run["path"], []).append(run)
+        for name, record in run.get("checks", {}).items():
+            by_check.setdefault((run["path"], name), []).append((record, run))
+    rows, every = [], True
+    for (path, name), found in by_check.items():
+        bad = worst([record for record, _ in found])
+        where = next(run for record, run in found if record is bad)
+        held = sum(record["holds"] for record, _ in found)
+        total = len(paths_runs[path])
+        every &= held == total
+        rows.append(dict(path=path, name=name, worst=bad, where=where, held=held, runs=total))
+    return rows, every
+
+
+def robustness_table(rows: list[dict]) -> list[str]:
+    """Markdown lines: every check, its threshold and its worst value over the runs."""
+    lines = ["| notebook | check | threshold | worst value | in the run | held |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        w = r["worst"]
+        where = f"seed {r['where']['seed']}, {r['where']['config']}"
+        m = margin(w)
+        close = " (close)" if m is not None and 0 <= m < CLOSE else ""
+        held = f"{r['held']} of {r['runs']}"
+        if r["held"] < r["runs"]:
+            held = f"**{held}**"
+        written = "" if w.get("written", "before the data") == "before the data" else (
+            f" ({w['written']})")
+        lines.append(f"| {_name(r['path'])} | `{r['name']}`{written} | {w['op']} "
+                     f"{_fmt(w['threshold'])} | {_fmt(w['measured'])}{close} | {where} | "
+                     f"{held} |")
+    return lines
 
 
 def machine() -> dict:
@@ -273,16 +372,7 @@ def machine() -> dict:
     import numpy
     import torch
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return dict(date=dt.date.today().isoformat(), cpu=cpu, cores=os.cpu_count(),
+    return dict(date=dt.date.today().isoformat(), cpu=execute.cpu_name(), cores=os.cpu_count(),
                 threads=torch.get_num_threads(), python=platform.python_version(),
                 torch=torch.__version__, numpy=numpy.__version__,
                 matplotlib=matplotlib.__version__)
@@ -290,6 +380,11 @@ def machine() -> dict:
 
 def _list(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _count(n: int, noun: str) -> str:
+    """``3 notebooks``, ``1 notebook``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def mean_load(rows: list[dict]) -> float | None:
@@ -330,56 +425,99 @@ def summary(rows: list[dict], cores: int | None = None) -> str:
     return " ".join(text)
 
 
+def _configs_text(results: dict) -> str:
+    names = results.get("configs", [])
+    parts = []
+    for name in names:
+        env = CONFIGS.get(name, {})
+        settings = ", ".join(f"`{k}={v}`" for k, v in env.items()) or "no variable set"
+        parts.append(f"*{name}* ({settings})")
+    return _list(parts) if parts else "none"
+
+
+def _provenance_lines(results: dict) -> list[str]:
+    """Dates, CPUs and devices of the measurements (several where notebooks were measured
+    again alone, on another day or machine)."""
+    m = results["machine"]
+    entries = results["rows"] + results.get("runs", [])
+    dates = sorted({e.get("date", m["date"]) for e in entries})
+    cpus = sorted({e.get("cpu", m["cpu"]) for e in entries})
+    devices = sorted({e.get("device", results["device"]) for e in entries})
+    return [f"* date: {dates[0]}" if len(dates) == 1 else
+            f"* dates: {dates[0]} to {dates[-1]}",
+            f"* CPU: {_list(cpus)}, {m['cores']} cores",
+            f"* networks trained on: {_list(devices)}"]
+
+
 def render(results: dict) -> str:
     """The book page for the measurements in ``results`` (what :func:`measure` returns)."""
-    m, rows, seeds = results["machine"], results["rows"], results["seeds"]
-    claims = {path: {int(s): c for s, c in by_seed.items()}
-              for path, by_seed in results["claims"].items()}
-    robust, every = robustness_table(claims, seeds)
-    others = ", ".join(map(str, seeds[1:]))
+    m, rows = results["machine"], results["rows"]
+    checked, every = robustness(results.get("runs", []))
     total = sum(r["seconds"] for r in rows)
     page = [
-        "# Running the course: time and memory",
+        "<!-- Written by `make bench` (tools/bench.py) from tools/bench_results.json; do not edit:",
+        "     running.md includes it. -->",
         "",
-        "What executing each notebook cost when `make bench` last ran. It executes every "
-        "notebook in a fresh kernel, as the tests do, and compares the time with a budget: a "
-        "chapter in 30 s, a lab in 90 s, a solution notebook in 60 s, and at most 2 GiB of "
-        "memory. \"Of which training\" is the time spent inside depthlab's training functions.",
-        "",
-        f"* date: {m['date']}",
-        f"* CPU: {m['cpu']}, {m['cores']} cores, {m['threads']} PyTorch threads",
-        f"* networks trained on: {results['device']}",
-        f"* Python {m['python']}, PyTorch {m['torch']}, NumPy {m['numpy']}, "
-        f"matplotlib {m['matplotlib']}",
-        f"* all {len(rows)} notebooks, one after the other: {total / 60:.1f} min",
-        *([f"* load average of the machine during the run: {mean_load(rows):.1f}"]
-          if mean_load(rows) is not None else []),
-        "",
-        *table(rows),
-        "",
-        summary(rows, m.get("cores")),
-        "",
-        "## Do the conclusions depend on the seed?",
+        "## Time and memory",
         "",
     ]
-    if not claims:
+    if not rows:
+        page += ["`make bench` has not timed the notebooks since they were last changed (its "
+                 "timed pass was skipped with `--no-timing`).", "",
+                 *_provenance_lines(results), ""]
+    else:
+        page += [
+            "What executing each notebook cost when `make bench` last ran. It executes every "
+            "notebook in a fresh kernel, as the tests do, at seed 0 and as a learner runs it "
+            "(PyTorch's default thread count), and compares the time with a budget: a chapter in "
+            "30 s, a lab in 90 s, a solution notebook in 60 s, and at most 2 GiB of memory. "
+            "\"Of which training\" is the time spent inside depthlab's training functions.",
+            "",
+            *_provenance_lines(results),
+            f"* Python {m['python']}, PyTorch {m['torch']}, NumPy {m['numpy']}, "
+            f"matplotlib {m['matplotlib']}",
+            f"* all {len(rows)} notebooks, one after the other: {total / 60:.1f} min",
+            *([f"* load average of the machine during the run: {mean_load(rows):.1f}"]
+              if mean_load(rows) is not None else []),
+            "",
+            *table(rows),
+            "",
+            summary(rows, m.get("cores")),
+            "",
+        ]
+    page += [
+        "## Do the conclusions hold on every machine?",
+        "",
+    ]
+    if not checked:
         page += ["No notebook checked its conclusions in this run.", ""]
         return "\n".join(page)
-    if len(seeds) > 1:
-        rerun = (f"`make bench` ran each of them again with `DEPTHLAB_SEED` set to {others}, "
-                 "which shifts every seed the notebook uses for initialization and minibatches "
-                 "(the data stay the same). ")
-        verdict = ("Every conclusion held at every seed." if every else
-                   "**Not every conclusion held at every seed**: see the rows marked FAILS.")
-    else:
-        rerun = "This run used seed 0 only (`--seeds 1`). "
-        verdict = ("Every conclusion held." if every else
-                   "**Not every conclusion held**: see the rows marked FAILS.")
+    notebooks_checked = len({r["path"] for r in checked})
+    runs = results.get("runs", [])
+    seeds = sorted({r["seed"] for r in runs})
+    verdict = ("Every check held in every run." if every else
+               "**Not every check held in every run**: see the rows in bold.")
+    close = sum(1 for r in checked if (m_ := margin(r["worst"])) is not None and 0 <= m_ < CLOSE)
     page += [
-        f"{len(claims)} notebooks end by checking the claims their text rests on "
-        f"(`depthlab.conclusions`). " + rerun + verdict,
+        f"{_count(notebooks_checked, 'notebook')} end by checking the claims their text "
+        f"rests on (`depthlab.conclusions`), {_count(len(checked), 'check')} in all. "
+        + (f"Besides the timed run above (*{LEARNER}*, seed 0), " if rows else
+           "Besides the run that stored their outputs (seed 0 on one thread, which every "
+           "`make test` repeats), ")
+        + "`make bench` executed each of them at seeds "
+        f"{_list([str(s) for s in seeds])} in each of these configurations: "
+        f"{_configs_text(results)}. `DEPTHLAB_SEED` shifts every seed a notebook uses for "
+        "initialization and minibatches (the data stay the same); the thread count and "
+        "PyTorch's kernel set change the order in which numbers are added, and so the digits "
+        "of a trained network, the way another CPU does. " + verdict,
         "",
-        *robust,
+        "For every check, the table shows its worst value over all those runs (the one "
+        "nearest to failing) against its threshold, and the run it came from. "
+        + (f"{_count(close, 'check')} came within {CLOSE:.0%} of the threshold (marked "
+           "*close*): they hold, with little to spare. " if close else "")
+        + "A check written after a trial run or after the run itself says so next to its name.",
+        "",
+        *robustness_table(checked),
         "",
     ]
     return "\n".join(page)
@@ -388,8 +526,8 @@ def render(results: dict) -> str:
 # ---------------------------------------------------------------- measuring
 
 
-def _report(rel: str, stats: dict, seed: int) -> str:
-    line = f"{rel} (seed {seed}): {stats['seconds']:.1f} s"
+def _report(rel: str, stats: dict, seed: int, config: str = LEARNER) -> str:
+    line = f"{rel} (seed {seed}, {config}): {stats['seconds']:.1f} s"
     if stats.get("memory") is not None:
         line += f", {stats['memory'] / 2**20:.0f} MiB"
     runs = stats.get("training", [])
@@ -397,9 +535,9 @@ def _report(rel: str, stats: dict, seed: int) -> str:
     if train > 0:
         rate = sum(r["examples"] for r in runs) / train
         line += f", training {train:.1f} s ({rate:,.0f} examples/s)"
-    if stats["claims"]:
-        held = sum(stats["claims"].values())
-        line += f", {held} of {len(stats['claims'])} conclusions hold"
+    if stats["checks"]:
+        held = sum(c["holds"] for c in stats["checks"].values())
+        line += f", {held} of {len(stats['checks'])} conclusions hold"
     if stats.get("conclusions_failed"):
         line += f"\n  {stats['conclusions_failed']}"
     if stats.get("error"):
@@ -407,54 +545,129 @@ def _report(rel: str, stats: dict, seed: int) -> str:
     return line
 
 
-def measure(only: list[str], seeds: list[int], timeout: int = execute.CELL_TIMEOUT) -> dict:
-    """Execute the notebooks (and those with conclusions again at ``seeds[1:]``)."""
+def _threads(config: str) -> int:
+    return int(CONFIGS[config].get("OMP_NUM_THREADS", os.cpu_count() or 1))
+
+
+def _run_one(args):
+    path, seed, timeout, config = args
+    return run_notebook(Path(path), seed=seed, timeout=timeout, env=CONFIGS[config])
+
+
+def run_matrix(paths: list[str], seeds: list[int], configs: list[str], jobs: int,
+               timeout: int) -> list[dict]:
+    """Execute every notebook of ``paths`` at every seed in every configuration; return one
+    record per run. Configurations on one thread run ``jobs`` notebooks at a time (separate
+    processes, each with its own kernel); with more threads, as many as the cores allow."""
+    runs = []
+    for config in configs:
+        work = [(str(ROOT / p), seed, timeout, config) for seed in seeds for p in paths]
+        at_once = max(1, min(jobs, (os.cpu_count() or 1) // _threads(config)))
+        with concurrent.futures.ProcessPoolExecutor(max_workers=at_once) as pool:
+            for (path, seed, _, _), stats in zip(work, pool.map(_run_one, work)):
+                rel = str(Path(path).relative_to(ROOT))
+                runs.append(dict(path=rel, seed=seed, config=config, checks=stats["checks"],
+                                 conclusions_failed=stats["conclusions_failed"],
+                                 error=stats["error"], seconds=stats["seconds"]))
+                print(_report(rel, stats, seed, config), flush=True)
+    return runs
+
+
+def measure(only: list[str], seeds: list[int], configs: list[str], jobs: int = 2,
+            timeout: int = execute.CELL_TIMEOUT, timed: bool = True) -> dict:
+    """The timed pass (seed 0, as a learner runs it) over the notebooks, then the notebooks
+    with checks at ``seeds`` in each of ``configs``."""
     import torch
 
     sys.path.insert(0, str(ROOT))
     from depthlab import default_device
 
     device = default_device()
-    rows = []
-    for path in notebooks(only):
+    rows, runs = [], []
+    for path in notebooks(only) if timed else []:
         rel = str(path.relative_to(ROOT))
-        stats = run_notebook(path, timeout=timeout)
+        stats = run_notebook(path, timeout=timeout, env=CONFIGS[LEARNER])
         stats["path"] = rel
         rows.append(stats)
+        runs.append(dict(path=rel, seed=0, config=LEARNER, checks=stats["checks"],
+                         conclusions_failed=stats["conclusions_failed"], error=stats["error"],
+                         seconds=stats["seconds"]))
         print(_report(rel, stats, 0), flush=True)
-    print("\n".join(table(rows)))
-    print(summary(rows, os.cpu_count()))
-
-    claims = {r["path"]: {0: r["claims"]} for r in rows if r["claims"]}
-    for rel in claims:
-        for seed in seeds[1:]:
-            stats = run_notebook(ROOT / rel, seed=seed, timeout=timeout)
-            claims[rel][seed] = stats["claims"]
-            print(_report(rel, stats, seed), flush=True)
-    print("\n".join(robustness_table(claims, seeds)[0]))
+    if rows:
+        print("\n".join(table(rows)))
+        print(summary(rows, os.cpu_count()))
+    checked = [r["path"] for r in rows if r["checks"]] if timed else [
+        str(p.relative_to(ROOT)) for p in notebooks(only)]
+    runs += run_matrix(checked, seeds, configs, jobs, timeout)
+    summaries, every = robustness(runs)
+    print("\n".join(robustness_table(summaries)))
+    print("every check held in every run" if every else "NOT every check held in every run")
     name = str(device) + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else "")
-    return dict(machine=machine(), device=name, rows=rows, seeds=seeds, claims=claims)
+    here = machine()
+    for entry in rows + runs:
+        entry.update(cpu=here["cpu"], date=here["date"], device=name)
+    return dict(machine=here, device=name, rows=rows, runs=runs, seeds=seeds, configs=configs)
+
+
+def merge(old: dict | None, new: dict) -> dict:
+    """``new`` measurements over ``old`` ones: every notebook measured in ``new`` loses all it
+    had in ``old`` (it may have changed since); the other notebooks keep theirs."""
+    if not old:
+        return new
+    fresh = {e["path"] for e in new["rows"] + new["runs"]}
+    rows = [r for r in old.get("rows", []) if r["path"] not in fresh] + new["rows"]
+    runs = [r for r in old.get("runs", []) if r["path"] not in fresh] + new["runs"]
+    order = {str(p.relative_to(ROOT)): k for k, p in enumerate(notebooks([]))}
+    rows.sort(key=lambda r: order.get(r["path"], len(order)))
+    configs = list(dict.fromkeys(old.get("configs", []) + new["configs"]))
+    seeds = sorted(set(old.get("seeds", [])) | set(new["seeds"]))
+    return dict(new, rows=rows, runs=runs, configs=configs, seeds=seeds)
+
+
+def write_durations(rows: list[dict], path: Path = DURATIONS) -> None:
+    """Record each notebook's seconds for the order in which `make test` starts them."""
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    known.update({r["path"]: round(r["seconds"]) for r in rows if not r.get("error")})
+    path.write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n", encoding="utf-8")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("only", nargs="*", help="run only notebooks whose path contains these")
-    parser.add_argument("--page", default=str(ROOT / "running.md"),
-                        help="where to write the book page (default: running.md)")
-    parser.add_argument("--results", default=str(ROOT / "_build" / "bench.json"),
-                        help="where to save the raw measurements (default: _build/bench.json)")
+    parser.add_argument("--page", default=str(ROOT / "running_measured.md"),
+                        help="where to write the measurements for the book's Running page "
+                             "(default: running_measured.md, which running.md includes)")
+    parser.add_argument("--results", default=str(ROOT / "tools" / "bench_results.json"),
+                        help="where the measurements are kept (default: "
+                             "tools/bench_results.json); a run merges into it")
     parser.add_argument("--render-only", action="store_true",
                         help="do not execute anything: rewrite the page from --results")
     parser.add_argument("--seeds", type=int, default=3,
-                        help="run every notebook with conclusions at seeds 0..N-1 and report "
-                             "whether they hold at each (default 3; 1 skips the extra runs)")
+                        help="check the conclusions at seeds 0..N-1 (default 3; with "
+                             "--matrix, 5)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="start the seeds there (for example 1, where the stored outputs "
+                             "already are seed 0's one-thread run)")
+    parser.add_argument("--matrix", action="store_true",
+                        help=f"the whole matrix: seeds 0-4 (unless --seeds says otherwise), "
+                             f"{ONE_THREAD!r} and {OTHER_KERNELS!r}")
+    parser.add_argument("--no-timing", action="store_true",
+                        help="skip the timed pass: only check the conclusions")
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="notebooks run at once in the one-thread runs (default 2)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="DEPTHLAB_DEVICE for the kernels (default auto: CUDA if available)")
     parser.add_argument("--timeout", type=int, default=execute.CELL_TIMEOUT,
                         help=f"seconds one cell may run (default {execute.CELL_TIMEOUT})")
     args = parser.parse_args(argv)
+    seeds_given = any(a == "--seeds" or a.startswith("--seeds=") for a in (argv or sys.argv))
     if args.seeds < 1:
         parser.error(f"--seeds must be at least 1, got {args.seeds}")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     results_path = Path(args.results)
     if args.render_only:
         if not results_path.exists():
@@ -463,14 +676,25 @@ def main(argv=None) -> int:
         results = json.loads(results_path.read_text())
     else:
         os.environ["DEPTHLAB_DEVICE"] = args.device
-        results = measure(args.only, list(range(args.seeds)), args.timeout)
+        count = args.seeds if seeds_given or not args.matrix else 5
+        seeds = list(range(args.first_seed, args.first_seed + count))
+        configs = [ONE_THREAD, OTHER_KERNELS] if args.matrix else [ONE_THREAD]
+        new = measure(args.only, seeds, configs, args.jobs, args.timeout,
+                      timed=not args.no_timing)
+        old = json.loads(results_path.read_text()) if results_path.exists() else None
+        results = merge(old, new)
         results_path.parent.mkdir(parents=True, exist_ok=True)
-        results_path.write_text(json.dumps(results, indent=1))
+        results_path.write_text(json.dumps(results, separators=(",", ":")) + "\n")
         print(f"saved the measurements to {results_path}")
-    if args.page:
+        if new["rows"]:
+            write_durations(new["rows"])
+    if args.page and (results["rows"] or results.get("runs")):
         Path(args.page).write_text(render(results))
         print(f"wrote {args.page}")
-    failed = any(r.get("error") for r in results["rows"])
+    # a notebook that did not run, or a check that failed in any run, is a failure of make bench
+    failed = any(r.get("error") for r in results["rows"]) or any(
+        r.get("error") or not all(c["holds"] for c in r.get("checks", {}).values())
+        for r in results.get("runs", []))
     return 1 if failed else 0
 
 

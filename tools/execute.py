@@ -16,12 +16,22 @@ adds:
 * the kernel talks to nbclient over TCP, as nbval's kernels do (Unix sockets, used before,
   lost a cell's reply now and then on one machine: see ``new_client``);
 * a notebook that fails is left as it was (its committed outputs stay), the others still run,
-  and the exit status says whether all of them succeeded.
+  and the exit status says whether all of them succeeded;
+* the notebook's metadata records where its outputs come from (``depthlab.executed``: the CPU,
+  the operating system, Python and PyTorch, the thread count and kernel set the kernel ran
+  with, the device and the date); the book's Running page lists it for every notebook
+  (``_ext/provenance.py``), and ``make nbval-strict`` reproduces the outputs exactly only on
+  such a machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
 import sys
 import threading
 import time
@@ -106,6 +116,49 @@ def failure(error: Exception, client: NotebookClient, timeout: int) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def cpu_name() -> str:
+    """The CPU's model name ("AMD EPYC", "Intel(R) Xeon(R) Processor", "Apple M2"), or the
+    architecture where the system does not say."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:  # Linux
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        try:
+            return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], check=True,
+                                  capture_output=True, text=True, timeout=5).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine()
+
+
+# What the kernel reports about itself after the notebook ran (one line of JSON).
+_ABOUT_KERNEL = """
+import json as _json, platform as _platform, torch as _torch
+print(_json.dumps({"python": _platform.python_version(), "torch": _torch.__version__,
+                   "threads": _torch.get_num_threads(),
+                   "kernels": _torch.backends.cpu.get_cpu_capability()}))
+"""
+
+
+def provenance(about_kernel: dict) -> dict:
+    """Where a notebook's stored outputs come from: this machine and the kernel that ran it."""
+    return {
+        "cpu": cpu_name(),
+        "system": f"{platform.system()} {platform.machine()}",
+        "python": about_kernel.get("python", platform.python_version()),
+        "torch": about_kernel.get("torch"),
+        # torch's thread count at the end: notebooks that set their own show it
+        "threads": about_kernel.get("threads"),
+        "kernels": about_kernel.get("kernels"),
+        "device": os.environ.get("DEPTHLAB_DEVICE", "auto"),
+        "date": dt.date.today().isoformat(),
+    }
+
+
 def execute(path: Path, timeout: int = CELL_TIMEOUT) -> float:
     """Execute the notebook at ``path`` in place; return its wall time in seconds.
 
@@ -115,15 +168,29 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT) -> float:
     nb = nbformat.read(path, as_version=4)
     nb.metadata.pop("widgets", None)
     client = new_client(nb, path, timeout=timeout)
+    probe = nbformat.v4.new_code_cell(_ABOUT_KERNEL)
+    cells = list(nb.cells)
+    nb.cells.append(probe)  # run after the notebook, never written
     start = time.perf_counter()
     try:
-        client.execute()
+        with client.setup_kernel():
+            for index, cell in enumerate(cells):
+                client.execute_cell(cell, index)
+            seconds = time.perf_counter() - start
+            client.execute_cell(probe, len(cells))
     except Exception as error:  # noqa: BLE001 -- reported with its reason below
         raise RuntimeError(failure(error, client, timeout)) from error
     finally:
         finish(client)
-    seconds = time.perf_counter() - start
+        nb.cells = cells
+    printed = "".join(o.get("text", "") for o in probe.get("outputs", [])
+                      if o.get("name") == "stdout").strip()
+    try:
+        about = json.loads(printed.splitlines()[-1])
+    except (IndexError, ValueError):  # the record then says what this process knows
+        about = {}
     nb.metadata.pop("widgets", None)
+    nb.metadata.setdefault("depthlab", {})["executed"] = provenance(about)
     nbformat.write(nb, path)
     return seconds
 

@@ -1,9 +1,14 @@
-"""What the browser tests share: where the built site is, its pages, an offline Chromium page,
-and what makes a text alternative useless.
+"""What the browser tests share: where the built site is, its pages, the browser, an offline
+page, report files that parallel workers can share, and what makes a text alternative useless.
 
 The site is ``_build/html`` (``make build``); ``BOOK_HTML`` points the tests at a site built
 elsewhere (``jupyter-book build . --path-output DIR`` builds into ``DIR/_build/html``), so a
-check need not overwrite a shared ``_build/``. Screenshots go next to it, in ``screenshots/``.
+check need not overwrite a shared ``_build/``. Screenshots and reports go next to it, in
+``screenshots/``.
+
+The browser is the first of: ``$CHROMIUM`` (a path or a command name), ``chromium``,
+``chromium-browser`` or ``google-chrome`` on ``PATH``, and Google Chrome where macOS installs it
+(``find_browser``; .ci/run looks in the same order and exports what it found as ``CHROMIUM``).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,22 +24,80 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))
 SHOTS = SITE.parent / "screenshots"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome")
+MACOS_CHROME = "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 THEMES = ("light", "dark")
+
+
+def find_browser(environ=None, macos_chrome: str = MACOS_CHROME) -> tuple[str | None, str]:
+    """The browser to test with, and where it came from (or, when there is none, why).
+
+    ``$CHROMIUM`` wins when set; a value that is not an executable is not replaced by another
+    browser (you asked for that one). Then ``chromium``, ``chromium-browser`` and
+    ``google-chrome`` on ``PATH``, then macOS's Google Chrome (GitHub's macOS runners have it).
+    """
+    environ = os.environ if environ is None else environ
+    path = environ.get("PATH", os.defpath)
+    chosen = environ.get("CHROMIUM", "").strip()
+    if chosen:
+        found = shutil.which(chosen, path=path)
+        return (found, "$CHROMIUM") if found else (None, f"CHROMIUM={chosen} is not an executable")
+    for name in BROWSER_NAMES:
+        found = shutil.which(name, path=path)
+        if found:
+            return found, f"{name} on PATH"
+    if os.path.isfile(macos_chrome) and os.access(macos_chrome, os.X_OK):
+        return macos_chrome, "Google Chrome (macOS)"
+    return None, (f"no {', '.join(BROWSER_NAMES)} on PATH, no {macos_chrome}, and CHROMIUM "
+                  "is not set")
+
+
+CHROMIUM, CHROMIUM_FROM = find_browser()
+
+
+def install_hint() -> str:
+    if sys.platform == "darwin":
+        return ("install Google Chrome (https://www.google.com/chrome/) or point CHROMIUM at a "
+                "Chrome or Chromium executable")
+    return ("install Debian's package with `sudo apt-get install chromium`, or point CHROMIUM "
+            "at a Chrome or Chromium executable (CI's .ci/run does this)")
 
 
 def require_chromium():
     """Skip the calling test module, with how to install Chromium, when it is missing; an error
     instead where REQUIRE_BROWSER=1 (set by .ci/run), so CI can never skip these tests."""
     if CHROMIUM is None and os.environ.get("REQUIRE_BROWSER") == "1":
-        raise RuntimeError("REQUIRE_BROWSER=1 but Chromium is not installed "
-                           "(apt-get install chromium)")
+        raise RuntimeError(f"REQUIRE_BROWSER=1 but there is no browser to test with "
+                           f"({CHROMIUM_FROM}): {install_hint()}")
     if CHROMIUM is None:
-        pytest.skip("browser tests need Chromium: install Debian's package with "
-                    "`sudo apt-get install chromium` (CI's .ci/run does this)",
-                    allow_module_level=True)
+        pytest.skip(f"browser tests need Chromium or Google Chrome ({CHROMIUM_FROM}): "
+                    f"{install_hint()}", allow_module_level=True)
+
+
+# ---------------------------------------------------------------- report files
+
+def append_lines(path: Path, lines) -> None:
+    """Append ``lines`` to the report ``path``, each with one write(2) to a file opened with
+    O_APPEND: lines that pytest-xdist's workers write at the same time land whole, one after
+    the other, never inside each other (conftest.py sorts the reports when the run ends)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        for line in lines:
+            os.write(fd, (" ".join(str(line).splitlines()) + "\n").encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write a whole report file at once (a temporary file renamed over it): a reader, or a
+    worker writing the same file, never sees half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8", errors="replace")
+    os.replace(tmp, path)
 
 
 def site_pages() -> list[Path]:
@@ -44,6 +108,12 @@ def site_pages() -> list[Path]:
     skip = {"genindex.html", "search.html", "index.html"}
     return sorted(p for p in SITE.rglob("*.html")
                   if p.name not in skip and "_static" not in p.parts and "_sources" not in p.parts)
+
+
+def all_pages() -> list[Path]:
+    """Every page a reader can open: the content pages, and Sphinx's search page and index."""
+    extra = [SITE / "search.html", SITE / "genindex.html"]
+    return site_pages() + [p for p in extra if p.exists()]
 
 
 def page_id(path: Path) -> str:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from sitekit import SHOTS, SITE, THEMES, offline_page, open_page, require_chromium
+from sitekit import SHOTS, SITE, THEMES, offline_page, open_page, require_chromium, write_report
 
 require_chromium()
 
@@ -82,9 +82,7 @@ def walk(page):
 
 
 def log(name, lines):
-    path = SHOTS / "keyboard" / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="replace")
+    write_report(SHOTS / "keyboard" / name, "\n".join(lines) + "\n")
 
 
 @pytest.mark.parametrize("theme", THEMES)

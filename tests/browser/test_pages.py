@@ -1,0 +1,244 @@
+"""Every page of the built site, opened from disk in headless Chromium, offline: once in the
+light theme and once in the dark theme, each visit running every check of that theme.
+
+Run after the site is built (``make browser`` does both in order). Each page is one test per
+theme, ``test_page[light-<page>]`` and ``test_page[dark-<page>]``; pytest-xdist runs them in
+parallel (``-n 2``). The pages are the content pages and Sphinx's search page and index
+(index.html only redirects).
+
+**Light** (the page as most readers get it):
+
+* the light theme is applied; the page logs no error and reaches for no network (checked
+  before axe, whose own reading of the stylesheets Chromium refuses on file:// pages);
+* a full-length screenshot, ``_build/screenshots/light/<page>.png``;
+* axe-core: its WCAG 2.0, 2.1 and 2.2 level A and AA rules and its best-practice rules, plus
+  ``label-content-name-mismatch`` (WCAG 2.5.3, level A; still marked experimental in axe 4.12),
+  on the whole page; the colour rules (below) skip MathJax's output;
+* on the content pages: every image loaded; math rendered by MathJax with no raw ``$...$`` /
+  ``\\(...\\)`` (nor a Markdown table printed as text) left in the prose; every internal link
+  points to a file that exists; the page and every file it loaded weigh under 5 MB (written to
+  ``_build/screenshots/page_weights.txt``); every no-kernel twin panel responds to its slider,
+  without an error (last: it moves the sliders).
+
+**Dark**: the dark theme is applied, the page logs no error and reaches for no network, a
+full-length screenshot in ``_build/screenshots/dark/``, and axe's colour rules
+(``color-contrast``, ``link-in-text-block``): what the themes change is colour. The colour rules
+skip MathJax's output: each equation is hundreds of elements (most of axe's time on a chapter)
+whose glyphs take the colour of the text around them, and that text is checked.
+
+An axe violation whose impact is ``serious`` or ``critical`` fails the test; every violation,
+whatever its impact, is written to ``_build/screenshots/axe_report.txt`` for review. Every check
+of a visit runs even when an earlier one failed, and the test reports all that failed.
+
+Search, the landing page's navigation: test_site.py; keyboard use: test_keyboard.py; the text
+alternatives of the figures: test_alt_text.py. The whole module is skipped, with a message saying
+how to install a browser, when there is none, unless REQUIRE_BROWSER=1 (set by .ci/run), which
+turns the skip into an error (sitekit.py).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+from sitekit import (
+    SHOTS,
+    SITE,
+    THEMES,
+    all_pages,
+    append_lines,
+    offline_page,
+    open_page,
+    page_id,
+    require_chromium,
+    site_pages,
+)
+
+require_chromium()
+axe_playwright = pytest.importorskip("axe_playwright_python.sync_playwright")
+
+MAX_PAGE_BYTES = 5 * 1024 * 1024
+SCREENSHOT_TIMEOUT_MS = 180_000
+CONTENT = set(site_pages())  # the pages with the offline checks (not search, not genindex)
+PAGES = all_pages()
+CASES = [(theme, path) for theme in THEMES for path in PAGES]
+IDS = [f"{theme}-{page_id(path)}" for theme, path in CASES]
+WEIGHTS = SHOTS / "page_weights.txt"
+AXE_REPORT = SHOTS / "axe_report.txt"
+
+FAILING_IMPACTS = {"serious", "critical"}
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+ALL_RULES = {
+    "resultTypes": ["violations"],
+    "runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa",
+                                          "wcag22aa", "best-practice"]},
+    "rules": {"label-content-name-mismatch": {"enabled": True},
+              **{rule: {"enabled": False} for rule in COLOUR_RULES}},
+}
+COLOUR = {"resultTypes": ["violations"], "runOnly": {"type": "rule", "values": COLOUR_RULES}}
+AXE_RUNS = {  # theme -> [(axe context, axe options)]
+    "light": [({"include": [["html"]]}, ALL_RULES),
+              ({"include": [["html"]], "exclude": [["mjx-container"]]}, COLOUR)],
+    "dark": [({"include": [["html"]], "exclude": [["mjx-container"]]}, COLOUR)],
+}
+
+
+@pytest.fixture(scope="module")
+def axe_source():
+    return axe_playwright.Axe().axe_script
+
+
+# ---------------------------------------------------------------- the checks, one per function
+# Each takes the open page and its name, and asserts.
+
+
+def theme_is_applied(page, name, theme):
+    applied = page.evaluate("document.documentElement.dataset.theme")
+    assert applied == theme, f"{name}: the {theme} theme is not applied ({applied!r})"
+
+
+def nothing_logged_an_error_or_reached_the_network(page, name, theme):
+    assert not page.blocked, f"{name} ({theme}) tried to reach the network: {page.blocked[:3]}"
+    assert not page.errors, f"{name} ({theme}) logged errors: {page.errors[:3]}"
+
+
+def every_image_loaded(page, name):
+    broken = page.evaluate("""() => [...document.images]
+        .filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80))""")
+    assert not broken, f"{name}: images that did not load: {broken}"
+
+
+def math_is_rendered(page, name):
+    """MathJax output wherever the page has math, and no raw TeX (or Markdown table) left."""
+    math_nodes = page.evaluate("document.querySelectorAll('.math').length")
+    rendered = page.evaluate("document.querySelectorAll('mjx-container').length")
+    if math_nodes:
+        assert rendered >= math_nodes, f"{name}: {math_nodes} math nodes, {rendered} rendered"
+    prose = page.evaluate("""() => {
+        const main = document.querySelector('main') || document.body;
+        const copy = main.cloneNode(true);
+        copy.querySelectorAll('pre, code, script, style, mjx-container, .highlight, textarea')
+            .forEach(e => e.remove());
+        return copy.innerText; }""")
+    raw = re.findall(r"\$\$|\\\(|\\\[|(?<![\w$])\$[^$\s][^$]{0,80}\$(?![\w$])", prose)
+    assert not raw, f"{name}: unrendered math in the text: {raw[:3]}"
+    # a Markdown table printed by a code cell, left as text: its delimiter row shows as pipes
+    # and dashes (turned into em dashes by the smart-quotes pass)
+    pipes = re.findall(r"\|\s*(?:-{3,}|—)\s*\|\s*(?:-{3,}|—)\s*\|", prose)
+    assert not pipes, f"{name}: a table left as raw Markdown text: {pipes[:2]}"
+
+
+def internal_links_resolve(page, name):
+    hrefs = page.evaluate("[...document.querySelectorAll('a[href]')].map(a => a.href)")
+    missing = []
+    for href in hrefs:
+        url = urlparse(href)
+        if url.scheme == "file":
+            target = Path(unquote(url.path))
+            if not target.exists():
+                missing.append(str(target.relative_to(SITE)) if SITE in target.parents else href)
+    assert not missing, f"{name}: links to missing pages: {sorted(set(missing))[:5]}"
+
+
+def shown_frame(twin):
+    return twin.evaluate("t => [...t.querySelectorAll('img')].findIndex("
+                         "i => i.style.display !== 'none')")
+
+
+def twins_respond_to_their_sliders(page, name):
+    logged = len(page.errors)
+    twins = page.locator(".dl-twin")
+    for k in range(twins.count()):
+        twin = twins.nth(k)
+        slider = twin.locator("input[type=range]")
+        before = shown_frame(twin)
+        label_before = twin.locator("output").inner_text()
+        at_max = slider.get_attribute("value") == slider.get_attribute("max")
+        slider.focus()
+        page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
+        after = shown_frame(twin)
+        assert after != before and after >= 0, f"{name}: twin {k} did not change frame"
+        assert twin.locator("output").inner_text() != label_before, f"{name}: twin {k} label"
+    assert not page.errors[logged:], f"{name}: errors while moving the twins' sliders: " + (
+        f"{page.errors[logged:][:3]}")
+
+
+def page_weight_is_under_the_limit(page, name):
+    """The page plus every file it loaded (before axe, which only reads them again); written to
+    page_weights.txt whether or not it fits."""
+    files = {Path(unquote(urlparse(u).path)) for u in page.files}
+    weight = sum(f.stat().st_size for f in files if f.is_file())
+    append_lines(WEIGHTS, [f"{weight:>10d}  {name}"])
+    assert weight < MAX_PAGE_BYTES, f"{name} weighs {weight / 1e6:.1f} MB with its assets"
+
+
+def describe(violation) -> str:
+    nodes = violation["nodes"]
+    where = "; ".join(" ".join(map(str, n["target"])) for n in nodes[:3])
+    more = f" (+{len(nodes) - 3} more)" if len(nodes) > 3 else ""
+    why = nodes[0].get("failureSummary", "").replace("\n", " ") if nodes else ""
+    return (f"{violation['id']} [{violation['impact']}] {violation['help']}: {where}{more}. "
+            f"{why} ({violation['helpUrl'].split('?')[0]})")
+
+
+def no_serious_accessibility_violations(page, name, theme, axe_source):
+    """axe-core's runs for ``theme``; every violation goes to axe_report.txt."""
+    page.evaluate(axe_source)
+    found = []
+    for context, options in AXE_RUNS[theme]:
+        found += page.evaluate("([context, options]) => axe.run(context, options)"
+                               ".then(r => r.violations)", [context, options])
+    append_lines(AXE_REPORT, [f"{theme:5s} {name}: {describe(v)}" for v in found])
+    failing = [describe(v) for v in found if v["impact"] in FAILING_IMPACTS]
+    assert not failing, f"{name} ({theme} theme):\n" + "\n".join(failing)
+
+
+def save_screenshot(page, name, theme):
+    shot = SHOTS / theme / (name.replace("/", "__") + ".png")
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    # a long page takes seconds to paint whole; on a busy machine (two workers, or notebooks
+    # running beside the tests) Playwright's default 30 s has run out
+    page.screenshot(path=str(shot), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS)
+
+
+# ---------------------------------------------------------------- one visit per page and theme
+
+
+def test_the_site_was_built():
+    assert PAGES, f"no pages under {SITE}: build the site first (make build)"
+
+
+@pytest.mark.parametrize(("theme", "path"), CASES, ids=IDS)
+def test_page(browser, axe_source, theme, path):
+    name = page_id(path)
+    page = offline_page(browser, theme=theme)
+    failed = []
+
+    def check(function, *args):
+        try:
+            function(page, name, *args)
+        except AssertionError as error:
+            failed.append(f"[{function.__name__}] {error}")
+
+    offline = theme == "light" and path in CONTENT
+    try:
+        open_page(page, path)
+        check(theme_is_applied, theme)
+        save_screenshot(page, name, theme)  # the page as it loaded, before anything moves
+        if offline:
+            check(every_image_loaded)
+            check(math_is_rendered)
+            check(internal_links_resolve)
+            check(page_weight_is_under_the_limit)
+        # before axe, which reads the stylesheets again with XMLHttpRequest: from file:// pages
+        # Chromium refuses that and logs errors that a reader never causes
+        check(nothing_logged_an_error_or_reached_the_network, theme)
+        check(no_serious_accessibility_violations, theme, axe_source)
+        if offline:
+            check(twins_respond_to_their_sliders)  # moves the sliders: after the shot and axe
+    finally:
+        page.context.close()
+    assert not failed, f"{name} ({theme} theme): {len(failed)} check(s) failed:\n" + (
+        "\n".join(failed))

@@ -1,0 +1,153 @@
+"""`make test`'s nbval comparison catches what it must and lets through what differs by machine.
+
+`make nbval` runs nbval with tests/nbval/portable.cfg, which masks numbers and other values that
+come out of a run before the committed and the new outputs are compared. These tests run that
+same nbval, on small notebooks, in a subprocess:
+
+* a notebook whose numbers (printed, in a table, glued) or glued words differ from the committed
+  ones passes, as a notebook executed on another CPU must;
+* a changed sentence, a missing or an extra output, an exception, and a check of
+  ``depthlab.conclusions`` that fails make nbval fail.
+
+A reference notebook is executed once with nbclient, which stores its outputs; each case then
+changes the code (or the stored outputs) and asks nbval whether the run still matches.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+SANITIZER = ROOT / "tests" / "nbval" / "portable.cfg"
+
+# The reference notebook: a sentence with trained numbers in it, a table, glued values and a
+# checked conclusion, as the course's notebooks have them. Only the cases about the check import
+# depthlab (and with it PyTorch, a few seconds per kernel); the others print their table by hand.
+CELLS = {
+    "setup": "from myst_nb import glue\nloss, steps = 0.1234, 42",
+    "sentence": 'print(f"final loss {loss:.3f} after {steps} steps; it trains")',
+    "table": ('rows = [["plain", f"{loss:.2g}", "never"], ["residual", f"{loss / 7:.2g}", '
+              'str(steps)]]\nfor row in rows:\n    print(f"{row[0]:<10}{row[1]:>8}{row[2]:>8}")'),
+    "glue": 'glue("best", "learned alpha", display=False)\nglue("loss", round(loss, 2), '
+            "display=False)",
+}
+CHECK = 'import depthlab as dl\ndl.conclusions({"loss_is_small": (loss, "<", 0.5)})'
+
+
+def notebook(cells: dict[str, str]):
+    return nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(src) for src in cells.values()],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}})  # fmt: skip
+
+
+def executed(cells: dict[str, str], folder: Path):
+    nb = notebook(cells)
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    return nb
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The reference notebooks, executed: their outputs are the 'committed' ones. The second
+    ends with a check."""
+    folder = tmp_path_factory.mktemp("reference")
+    return executed(CELLS, folder), executed({**CELLS, "check": CHECK}, folder)
+
+
+def variant(reference, cell: str, source: str | None = None, outputs=None):
+    """The reference with one cell's code (or its stored outputs) changed."""
+    nb = copy.deepcopy(reference)
+    index = list(CELLS).index(cell) if cell in CELLS else len(nb.cells) - 1
+    if source is not None:
+        nb.cells[index].source = source
+    if outputs is not None:
+        nb.cells[index].outputs = outputs(nb.cells[index].outputs)
+    return nb
+
+
+def extra_display(outputs):
+    # the committed cell showed one more thing than the code now shows
+    return outputs + [nbformat.v4.new_output("display_data", data={"text/plain": "Figure"})]
+
+
+CASES = {
+    # name: (the change to the reference, whether nbval must pass)
+    "same": (lambda ref: ref, True),
+    "other_digits": (lambda ref: variant(
+        ref, "setup", "import depthlab as dl\nfrom depthlab import glue\n"
+                      "loss, steps = 0.4567, 317"), True),
+    "other_glued_words": (lambda ref: variant(
+        ref, "glue", 'glue("best", "ReZero", display=False)\n'
+                     'glue("loss", 0.03, display=False)'), True),
+    "changed_sentence": (lambda ref: variant(
+        ref, "sentence", 'print(f"final loss {loss:.3f} after {steps} steps; it diverges")'),
+        False),
+    "missing_output": (lambda ref: variant(ref, "sentence", "message = 'it trains'"), False),
+    "missing_display": (lambda ref: variant(ref, "sentence", outputs=extra_display), False),
+    "extra_output": (lambda ref: variant(
+        ref, "glue", CELLS["glue"] + '\nprint("one more line")'), False),
+    "exception": (lambda ref: variant(ref, "table", "raise RuntimeError('broken')"), False),
+}
+# the same, on the reference that ends with a check
+CHECK_CASES = {
+    "check_holds": (lambda ref: ref, True),
+    "failed_check": (lambda ref: variant(ref, "check", CHECK.replace('"<"', '">"')), False),
+}
+ALL = {**CASES, **CHECK_CASES}
+
+
+@pytest.fixture(scope="module")
+def verdicts(reference, tmp_path_factory):
+    """Run nbval once over one notebook per case; whether each notebook passed."""
+    folder = tmp_path_factory.mktemp("cases")
+    plain, checked = reference
+    for cases, ref in ((CASES, plain), (CHECK_CASES, checked)):
+        for name, (change, _) in cases.items():
+            nbformat.write(change(ref), folder / f"{name}.ipynb")
+    report = folder / "report.xml"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "DEPTHLAB_DEVICE": "cpu"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "--nbval-kernel-name", "python3",
+         "--nbval-sanitize-with", str(SANITIZER), "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+         f"--junitxml={report}", "--rootdir", str(folder), str(folder)],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert report.exists(), result.stdout[-3000:] + result.stderr[-3000:]
+    passed, seen = {}, set()
+    for case in ET.parse(report).getroot().iter("testcase"):
+        name = case.get("classname", "").removesuffix(".ipynb")  # one per notebook cell
+        seen.add(name)
+        broken = case.find("failure") is not None or case.find("error") is not None
+        passed[name] = passed.get(name, True) and not broken
+    assert seen == set(ALL), f"nbval did not run every case: {sorted(set(ALL) - seen)}"
+    return passed, result.stdout
+
+
+@pytest.mark.parametrize("case", list(ALL))
+def test_the_portable_comparison(verdicts, case):
+    passed, log = verdicts
+    must_pass = ALL[case][1]
+    assert passed[case] == must_pass, (
+        f"nbval {'failed' if must_pass else 'passed'} on the case {case!r}, where it must "
+        f"{'pass' if must_pass else 'fail'}:\n{log[-4000:]}"
+    )
+
+
+def test_the_sanitizer_is_the_one_the_makefile_uses():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    nbval = makefile.split("\nnbval: setup", 1)[1].split("\n\n", 1)[0]
+    assert "--nbval-sanitize-with tests/nbval/portable.cfg" in nbval
+    strict = makefile.split("\nnbval-strict: setup", 1)[1].split("\n\n", 1)[0]
+    assert "sanitize" not in strict, "make nbval-strict must compare every digit"
+    test = next(line for line in makefile.splitlines() if line.startswith("test:"))
+    assert " nbval " in f" {test} " and "nbval-strict" not in test
