@@ -7,7 +7,7 @@ around it, and every name below is available as ``dl.<name>`` after ``import dep
   and branch scale; ``transformer``: :class:`TinyTransformer` and its sequence tasks;
 * ``probes``: what flows through a network (:class:`Probe`, Jacobians, gradient norms);
 * ``training``: :func:`train` and its :class:`History`; ``sweep``: :func:`train_many`,
-  :func:`train_together` and :func:`depth_sweep`, which train many networks at once;
+  :func:`train_together`, which trains many networks at once;
 * ``data``: generated data sets; ``plots``: the figure style, colours and
   :func:`markdown_table`; ``twin``: interactive panels and their no-kernel twins;
 * ``report`` and ``reproduce``: glued numbers, seeds, devices and checked conclusions;
@@ -34,7 +34,7 @@ from .probes import (
 from .report import geometric_mean, glue, significant
 from .reproduce import ConclusionFailed, conclusions, default_device, lab_seed
 from .resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores, train_resnet
-from .sweep import depth_sweep, train_many, train_together
+from .sweep import train_many, train_together
 from .training import History, accuracy, evaluate_loss, set_seed, train
 from .transformer import (
     SeqHistory,
@@ -50,7 +50,7 @@ __all__ = [
     "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "BasicBlock", "best_rates", "Block",
     "BottleneckBlock", "color",
     "COLORS", "ConclusionFailed",
-    "conclusions", "DeepMLP", "default_device", "depth_sweep", "evaluate_loss", "geometric_mean",
+    "conclusions", "DeepMLP", "default_device", "evaluate_loss", "geometric_mean",
     "glue", "History", "init_linear", "INITS", "jacobian", "jacobian_singular_values", "lab_seed",
     "layer_heatmap", "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "Probe",
     "position_similarity", "rate_table", "ResNet1d", "scrubber", "SeqHistory", "setup",

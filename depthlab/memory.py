@@ -9,7 +9,6 @@ memory* of training, and it is exactly what gradient checkpointing trades for re
 * :class:`SavedTensorMeter` counts the bytes of every distinct storage saved for backward while
   it is active, leaving out the ones you name (usually the parameters, which are kept anyway);
 * :func:`saved_bytes` runs a function under a meter and returns its output and the count;
-* :func:`best_time` times a function with :func:`time.perf_counter` (best of a few runs);
 * :func:`format_bytes` prints a byte count in KiB or MiB.
 
 Tensors saved inside a region wrapped in ``torch.utils.checkpoint.checkpoint(...,
@@ -20,12 +19,9 @@ checkpointed segments.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 
 import torch
-
-from ._checks import positive_int
 
 
 def _storage_key(t: torch.Tensor) -> tuple[int, int]:
@@ -106,25 +102,6 @@ def saved_bytes(fn: Callable, *args, exclude: Iterable[torch.Tensor] = (), **kwa
         out = fn(*args, **kwargs)
     return out, meter.bytes
 
-
-def best_time(fn: Callable, *, repeat: int = 5, warmup: int = 1) -> float:
-    """The fastest of ``repeat`` wall-clock timings of ``fn()``, in seconds.
-
-    ``warmup`` untimed calls come first (allocator and caches warm up). Timings vary from machine
-    to machine and run to run: print them, but never compare them exactly in a test.
-    """
-    if not callable(fn):
-        raise ValueError(f"fn must be callable, got {type(fn).__name__}")
-    repeat = positive_int("repeat", repeat)
-    warmup = positive_int("warmup", warmup, minimum=0)
-    for _ in range(warmup):
-        fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def format_bytes(n: int | float) -> str:

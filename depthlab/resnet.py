@@ -248,11 +248,6 @@ class BasicBlock(_Block):
         h = self.conv2(torch.relu(self.bn1(self.conv1(x))))
         return self.bn2(h) if self.bn2 is not None else h
 
-    def last_layer(self) -> nn.Module:
-        """The branch's last layer: zero it (BN's scale in v1, the conv in pre-activation) and
-        the branch outputs zero."""
-        return self.bn2 if self.order == "v1" and self.batchnorm else self.conv2
-
 
 class BottleneckBlock(_Block):
     """Three convolutions, 1-tap to ``out_width / 4`` channels, 3-tap, 1-tap back to
@@ -282,9 +277,6 @@ class BottleneckBlock(_Block):
         h = torch.relu(self.bn1(self.conv1(x)))
         h = self.conv3(torch.relu(self.bn2(self.conv2(h))))
         return self.bn3(h) if self.bn3 is not None else h
-
-    def last_layer(self) -> nn.Module:
-        return self.bn3 if self.order == "v1" and self.batchnorm else self.conv3
 
 
 # ---------------------------------------------------------------- seeds and initialization

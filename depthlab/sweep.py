@@ -11,7 +11,6 @@ and gets the same :class:`~depthlab.training.History`.
 
 * :func:`train_together` takes a dict of models of *different* architectures, groups the ones
   that can share a batch and calls :func:`train_many` once per group.
-* :func:`depth_sweep` builds, trains and measures every (family, depth, seed) combination.
 
 What may differ inside one batch: the initial values of the parameters and buffers (seed,
 ``init``, a fixed ``alpha`` such as ``1.0`` or ``"1/sqrt(L)"``), the learning rate and the
@@ -50,8 +49,6 @@ from .training import (
     _check_recipe,
     _fit,
     _on,
-    accuracy,
-    evaluate_loss,
 )
 
 
@@ -365,35 +362,3 @@ def _per_key(what: str, value, models: Mapping) -> dict:
         return dict(value)
     return {key: value for key in models}
 
-
-def depth_sweep(make, families: Sequence, depths: Sequence[int], seeds: Sequence[int],
-                X: torch.Tensor, y: torch.Tensor, **train_kwargs):
-    """Train ``make(family, depth, seed)`` for every combination and measure it on ``(X, y)``.
-
-    Parameters
-    ----------
-    make:
-        ``make(family, depth, seed) -> model``: builds one untrained network.
-    families, depths, seeds:
-        What to combine (``families`` can be any iterable of hashable names, e.g. a dict).
-    X, y:
-        Training data; each trained network's loss and accuracy are measured on all of it.
-    **train_kwargs:
-        Passed on to :func:`train_together` (``steps``, ``lr``, ``optimizer``, ``batch_size``,
-        ``device``, ...). The seeds of one architecture are trained together.
-
-    Returns ``(models, histories, losses, accuracies)``: four dicts keyed by
-    ``(family, depth, seed)``, holding the trained models, their Histories, and their final
-    training loss and accuracy on ``(X, y)``.
-    """
-    families, depths, seeds = list(families), list(depths), list(seeds)
-    for name, values in [("families", families), ("depths", depths), ("seeds", seeds)]:
-        if not values:
-            raise ValueError(f"{name} must list at least one value")
-    for d in depths:
-        positive_int("depth", d)
-    models = {(f, d, s): make(f, d, s) for f in families for d in depths for s in seeds}
-    histories = train_together(models, X, y, **train_kwargs)
-    losses = {key: evaluate_loss(m, X, y) for key, m in models.items()}
-    accuracies = {key: accuracy(m, X, y) for key, m in models.items()}
-    return models, histories, losses, accuracies

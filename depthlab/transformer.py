@@ -371,13 +371,6 @@ class SeqHistory(Record):
     diverged_at: int | None = None
     meta: dict = field(default_factory=dict)
 
-    def final_accuracy(self, last: int = 10) -> float:
-        """Mean token accuracy over the last ``last`` steps (0 if training diverged)."""
-        last = self._last(last)
-        if self.diverged_at is not None:
-            return 0.0
-        return float(np.mean(self.accuracy[-last:]))
-
 
 def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps: int = 200,
                    lr: float = 1e-3, warmup: int = 0, batch_size: int = 64,

@@ -70,13 +70,6 @@ def test_checkpointing_keeps_only_the_segment_inputs_and_the_same_gradients():
     assert all(torch.equal(a, b) for a, b in zip(*grads))
 
 
-def test_best_time_is_positive_and_calls_the_function():
-    calls = []
-    t = memory.best_time(lambda: calls.append(1), repeat=3, warmup=2)
-    assert t >= 0
-    assert len(calls) == 5
-
-
 def test_format_bytes_uses_binary_units():
     assert memory.format_bytes(512) == "512 B"
     assert memory.format_bytes(1536) == "1.5 KiB"
@@ -86,8 +79,6 @@ def test_format_bytes_uses_binary_units():
 @pytest.mark.parametrize("bad, message", [
     (lambda: memory.SavedTensorMeter(exclude=[1.0]), "exclude must be an iterable of tensors"),
     (lambda: memory.saved_bytes("not a function"), "fn must be callable, got str"),
-    (lambda: memory.best_time(lambda: None, repeat=0), "repeat must be an integer >= 1"),
-    (lambda: memory.best_time(lambda: None, warmup=-1), "warmup must be an integer >= 0"),
     (lambda: memory.format_bytes(-1), "n must be a number of bytes >= 0"),
     (lambda: memory.format_bytes("10"), "n must be a number of bytes >= 0"),
 ])

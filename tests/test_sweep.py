@@ -184,34 +184,6 @@ def test_markdown_table_has_one_line_per_row_and_escapes_bars():
         dl.markdown_table(["a", "b"], [[1]])
 
 
-def test_depth_sweep_trains_and_measures_every_combination():
-    families = {"plain": dict(residual=False, init="he"), "res": dict(alpha=0.5)}
-
-    def build(family, depth, seed):
-        return make(seed, depth=depth, **families[family])
-
-    models, hist, loss, acc = sweep.depth_sweep(build, families, [2, 5], [0, 1], X, Y,
-                                                steps=5, lr=3e-3, device="cpu")
-    keys = [(f, d, s) for f in families for d in (2, 5) for s in (0, 1)]
-    assert list(models) == list(hist) == list(loss) == list(acc) == keys
-    assert len(models["res", 5, 1].blocks) == 5
-    for key in keys:
-        # measured on all of (X, Y) with the trained model, computed here from its logits
-        with torch.no_grad():
-            logits = models[key](X)
-        nll = -torch.log_softmax(logits.double(), 1)[torch.arange(len(Y)), Y].mean().item()
-        assert loss[key] == pytest.approx(nll, rel=1e-5)
-        assert acc[key] == pytest.approx((logits.argmax(1) == Y).double().mean().item())
-    # trained: every network's loss is below where its training run started
-    assert all(loss[key] < hist[key].loss[0] for key in keys)
-    alone = dl.train(build("res", 5, 1), X, Y, steps=5, lr=3e-3, device="cpu")
-    assert_same_history(alone, hist["res", 5, 1])
-    with pytest.raises(ValueError, match="depths must list at least one value"):
-        sweep.depth_sweep(build, families, [], [0], X, Y)
-    with pytest.raises(ValueError, match="depth must be an integer >= 1, got 0"):
-        sweep.depth_sweep(build, families, [0], [0], X, Y)
-
-
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
 def test_weight_decay_together_equals_one_by_one(optimizer):
     lrs = [3e-3, 1e-2]

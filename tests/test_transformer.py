@@ -371,17 +371,6 @@ def test_sequence_accuracy_counts_tokens_and_whole_sequences_in_eval_mode():
     assert not model.training
 
 
-def test_final_accuracy_needs_a_number_of_steps_that_were_recorded():
-    X, Y = dl.sequence_task(16, length=4, vocab=5)
-    model = dl.TinyTransformer(5, 4, 1, d_model=8, n_heads=2, seed=0)
-    h = dl.train_sequence(model, X, Y, steps=5, batch_size=8, device="cpu")
-    assert h.final_accuracy(2) == pytest.approx(h.accuracy[-2:].mean())
-    for bad, message in [(0, "last must be an integer >= 1, got 0"),
-                         (6, "last must be <= the 5 steps recorded, got 6")]:
-        with pytest.raises(ValueError, match=message):
-            h.final_accuracy(bad)
-
-
 def test_mismatched_data_is_a_clear_error():
     X, Y = dl.sequence_task(16, length=4, vocab=5)
     model = dl.TinyTransformer(5, 4, 1, d_model=8, n_heads=2)
