@@ -46,7 +46,6 @@ NOT_YET = {
     "labs/lab1_fifty_layers.ipynb",
     "labs/lab2_degradation.ipynb",
     "labs/lab3_scaling_rezero.ipynb",
-    "labs/lab4_preln_postln.ipynb",
     "labs/lab5_ensembles.ipynb",
     "labs/lab6_which_block.ipynb",
     "solutions/ch01_solutions.ipynb",
@@ -59,7 +58,6 @@ NOT_YET = {
     "solutions/lab1_fifty_layers_solutions.ipynb",
     "solutions/lab2_degradation_solutions.ipynb",
     "solutions/lab3_scaling_rezero_solutions.ipynb",
-    "solutions/lab4_preln_postln_solutions.ipynb",
     "solutions/lab6_which_block_solutions.ipynb",
 }
 
