@@ -499,8 +499,11 @@ def render(results: dict) -> str:
                "**Not every check held in every run**: see the rows in bold.")
     close = sum(1 for r in checked if (m_ := margin(r["worst"])) is not None and 0 <= m_ < CLOSE)
     page += [
-        f"{_count(notebooks_checked, 'notebook')} end by checking the claims their text "
-        f"rests on (`depthlab.conclusions`), {_count(len(checked), 'check')} in all. "
+        "Every notebook ends by checking the claims its text rests on "
+        f"(`depthlab.conclusions`). The results below cover "
+        f"{_count(notebooks_checked, 'notebook')} ({_list(sorted({_name(r['path']) for r in checked}))}), "
+        f"{_count(len(checked), 'check')} in all; the other notebooks have not been run by "
+        "`make bench` since they last changed. "
         + (f"Besides the timed run above (*{LEARNER}*, seed 0), " if rows else
            "Besides the run that stored their outputs (seed 0 on one thread, which every "
            "`make test` repeats), ")
