@@ -43,12 +43,6 @@ NOT_YET = {
     "labs/lab1_fifty_layers.ipynb",
     "labs/lab3_scaling_rezero.ipynb",
     "labs/lab5_ensembles.ipynb",
-    "solutions/ch01_solutions.ipynb",
-    "solutions/ch02_solutions.ipynb",
-    "solutions/ch03_solutions.ipynb",
-    "solutions/ch04_solutions.ipynb",
-    "solutions/ch05_solutions.ipynb",
-    "solutions/ch06_solutions.ipynb",
     "solutions/lab1_fifty_layers_solutions.ipynb",
     "solutions/lab3_scaling_rezero_solutions.ipynb",
 }
