@@ -1,29 +1,61 @@
 """depthlab: the plumbing shared by the notebooks of the course on residual connections.
 
 The concept each chapter teaches is written out in the notebook; what is here is the machinery
-around it, and every name below is available as ``dl.<name>`` after ``import depthlab as dl``:
+around it, in three layers, and every name below is available as ``dl.<name>`` after
+``import depthlab as dl``:
+
+**The core** (``depthlab/*.py``): what a learner reads, in an hour. It imports nothing from
+the two layers below.
 
 * ``models``: :class:`Block` and :class:`DeepMLP`, with switchable residuals, normalization
-  and branch scale; ``transformer``: :class:`TinyTransformer` and its sequence tasks;
-* ``probes``: what flows through a network (:class:`Probe`, Jacobians, gradient norms);
-* ``training``: :func:`train` and its :class:`History`; ``sweep``: :func:`train_many`,
-  :func:`train_together`, which trains many networks at once;
-* ``data``: generated data sets; ``plots``: the figure style, colours and
-  :func:`markdown_table`; ``twin``: interactive panels and their no-kernel twins;
-* ``report`` and ``reproduce``: glued numbers, seeds, devices and checked conclusions;
-  ``experiments``: a notebook's :func:`setup`, :func:`steps_to` and the learning-rate sweeps
-  every lab compares its arms with (:func:`best_rates`, :func:`rate_table`);
-* ``paths`` and ``memory`` (imported as modules): the path expansion of Chapter 3 and the
-  activation-memory meter of Chapter 6.
+  and branch scale (Chapters 1-6); ``resnet``: :class:`ResNet1d` and its blocks (Chapter 7);
+  ``transformer``: :class:`TinyTransformer`, its sequence tasks and :func:`train_sequence`
+  (Chapter 8);
+* ``training``: :func:`train`, the reference loop, and its :class:`History`;
+* ``probes``: what flows through a network (:class:`Probe`, Jacobians, gradient norms) and
+  what every training step records;
+* ``data``: generated data sets and the MNIST-1D loader; ``plots``: the figure style and
+  colours; ``seeds``: seeds and devices (``DEPTHLAB_SEED``, ``DEPTHLAB_DEVICE``);
+* ``_checks``: the argument checks, written once (each raises a ``ValueError`` that says
+  what is allowed);
+* ``paths`` and ``memory`` (imported as modules, ``from depthlab import paths``): the path
+  expansion of Chapter 3 and the activation-memory meter of Chapter 6, two chapters' own
+  instruments kept beside the core (``tests/test_layers.py`` holds the core, without them, to
+  1,200 lines of code).
 
+**The fast paths** (``depthlab/fast/``): :func:`train_many` and :func:`train_together`, which
+train many networks at once and are tested to agree with :func:`train` model by model.
+
+**The book's machinery** (``depthlab/book/``): :func:`glue`, :func:`significant`,
+:func:`markdown_table`, :func:`conclusions`, the interactive panels and their no-kernel twins
+(:func:`panel`, :func:`scrubber`), and the labs' :func:`setup` and rate sweeps
+(:func:`best_rates`, :func:`rate_table`).
+
+Every public function and class names, in its docstring, the chapter or lab that introduces it.
 Maintainer tooling (executing and timing notebooks) lives in ``tools/``, not here.
 """
 
-from .benchmarks import load_mnist1d
-from .data import spirals, split, two_spirals
-from .experiments import best_rates, rate_table, setup, steps_to
+
+# memory and paths are used as modules: ``from depthlab import memory, paths``
+from . import memory, paths  # noqa: F401
+from .book import (
+    ConclusionFailed,
+    best_rates,
+    conclusions,
+    geometric_mean,
+    glue,
+    markdown_table,
+    panel,
+    rate_table,
+    scrubber,
+    setup,
+    significant,
+    steps_to,
+)
+from .data import load_mnist1d, spirals, split, two_spirals
+from .fast import train_many, train_together
 from .models import ACTIVATIONS, ALPHA_WORDS, INITS, NORMS, Block, DeepMLP, init_linear
-from .plots import COLORS, color, layer_heatmap, markdown_table, use_style
+from .plots import COLORS, color, layer_heatmap, use_style
 from .probes import (
     Probe,
     jacobian,
@@ -31,11 +63,9 @@ from .probes import (
     position_similarity,
     weight_grad_norms,
 )
-from .report import geometric_mean, glue, significant
-from .reproduce import ConclusionFailed, conclusions, default_device, lab_seed
 from .resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores, train_resnet
-from .sweep import train_many, train_together
-from .training import History, accuracy, evaluate_loss, set_seed, train
+from .seeds import default_device, lab_seed, set_seed
+from .training import History, accuracy, evaluate_loss, train
 from .transformer import (
     SeqHistory,
     TinyTransformer,
@@ -44,7 +74,6 @@ from .transformer import (
     sequence_task,
     train_sequence,
 )
-from .twin import panel, scrubber
 
 __all__ = [
     "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "BasicBlock", "best_rates", "Block",

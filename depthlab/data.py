@@ -1,9 +1,25 @@
-"""Generated data sets. Nothing is downloaded: every set is computed from a seed."""
+"""Data sets, all generated on this machine: nothing is downloaded.
+
+* :func:`spirals` and :func:`two_spirals`: 2-D points on interleaved arms, from a seed;
+* :func:`split`: a seeded train/test split;
+* :func:`load_mnist1d`: MNIST-1D (Greydanus and Kobak), a published benchmark of 1-D signals:
+  ten classes (the digits' templates, padded, translated, sheared, scaled and noised), 40
+  samples per signal, 4,000 training and 1,000 test examples in its default form. The
+  ``mnist1d`` package builds it procedurally from its templates with a fixed seed; the loader
+  calls that generator (``make_dataset`` with the default arguments, never the package's
+  downloading ``get_dataset``) and keeps the arrays in memory for the rest of the process, so a
+  notebook pays the couple of seconds once and writes no file.
+
+Sequence tasks for the transformer are :func:`depthlab.sequence_task`, beside the model.
+"""
 
 from __future__ import annotations
 
 import math
+import random
+from functools import lru_cache
 
+import numpy as np
 import torch
 
 from ._checks import finite_float, positive_int
@@ -32,6 +48,8 @@ def spirals(n: int = 1000, *, classes: int = 2, turns: float = 1.5, noise: float
     -------
     X, y:
         ``X`` of shape ``(n, 2)`` (float32, roughly in ``[-1, 1]``) and integer labels ``y``.
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
     """
     n = positive_int("n", n, minimum=2)
     classes = positive_int("classes", classes, minimum=2)
@@ -47,7 +65,10 @@ def spirals(n: int = 1000, *, classes: int = 2, turns: float = 1.5, noise: float
 
 
 def two_spirals(n: int = 1000, *, turns: float = 1.5, noise: float = 0.05, seed: int = 0):
-    """Two interleaved spirals: :func:`spirals` with ``classes=2``."""
+    """Two interleaved spirals: :func:`spirals` with ``classes=2``.
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
+    """
     return spirals(n, classes=2, turns=turns, noise=noise, seed=seed)
 
 
@@ -56,6 +77,8 @@ def split(X: torch.Tensor, y: torch.Tensor, *, test_fraction: float = 0.25, seed
 
     The test set holds ``round(test_fraction * n)`` examples (at least 1) and the training set
     the rest (at least 1), drawn by a generator seeded with ``seed``.
+
+    Introduced in Lab 5 (labs/lab5_ensembles).
     """
     if len(X) != len(y):
         raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
@@ -73,3 +96,40 @@ def split(X: torch.Tensor, y: torch.Tensor, *, test_fraction: float = 0.25, seed
                          f"example; use a test_fraction below {(len(X) - 0.5) / len(X):.3g}")
     test, train = order[:n_test], order[n_test:]
     return X[train], y[train], X[test], y[test]
+
+
+#: Shapes of the canonical default set: (training signals, test signals, length, classes).
+MNIST1D_SHAPE = (4000, 1000, 40, 10)
+
+
+@lru_cache(maxsize=1)
+def _mnist1d_arrays() -> tuple[np.ndarray, ...]:
+    from mnist1d.data import get_dataset_args, make_dataset
+
+    # make_dataset seeds Python's and NumPy's global generators; give the caller theirs back
+    py_state, np_state = random.getstate(), np.random.get_state()
+    try:
+        data = make_dataset(get_dataset_args())
+    finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+    arrays = (data["x"], data["y"], data["x_test"], data["y_test"])
+    for a in arrays:
+        a.setflags(write=False)  # the cache is shared: nobody may change it
+    return arrays
+
+
+def load_mnist1d() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The default MNIST-1D set as ``(X, y, X_test, y_test)``.
+
+    ``X`` has shape ``(4000, 40)`` and ``X_test`` ``(1000, 40)``, float32 signals (standardized
+    by the generator: mean about 0, standard deviation about 1); ``y`` and ``y_test`` hold the
+    classes 0-9 (int64). The first call generates the set (a few seconds); later calls in the
+    same process return fresh tensors copied from the arrays kept in memory. Python's and
+    NumPy's global random states are left as they were.
+
+    Introduced in Chapter 7 (chapters/07_resnets_as_built).
+    """
+    x, y, x_test, y_test = _mnist1d_arrays()
+    return (torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.int64),
+            torch.tensor(x_test, dtype=torch.float32), torch.tensor(y_test, dtype=torch.int64))

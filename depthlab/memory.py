@@ -48,6 +48,8 @@ class SavedTensorMeter:
             loss = model(x).square().mean()
         meter.bytes        # activation memory kept until loss.backward()
         meter.count        # number of distinct saved storages
+
+    Introduced in Chapter 6 (chapters/06_tradeoffs).
     """
 
     def __init__(self, exclude: Iterable[torch.Tensor] = ()):
@@ -95,6 +97,8 @@ def saved_bytes(fn: Callable, *args, exclude: Iterable[torch.Tensor] = (), **kwa
     """Run ``fn(*args, **kwargs)`` under a :class:`SavedTensorMeter`.
 
     Returns ``(output, bytes)``: what ``fn`` returned and the bytes it left saved for backward.
+
+    Introduced in Chapter 6 (chapters/06_tradeoffs).
     """
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {type(fn).__name__}")
@@ -105,7 +109,10 @@ def saved_bytes(fn: Callable, *args, exclude: Iterable[torch.Tensor] = (), **kwa
 
 
 def format_bytes(n: int | float) -> str:
-    """``n`` bytes as a short string in B, KiB or MiB (binary units), e.g. ``'1.5 MiB'``."""
+    """``n`` bytes as a short string in B, KiB or MiB (binary units), e.g. ``'1.5 MiB'``.
+
+    Introduced in Chapter 6 (chapters/06_tradeoffs).
+    """
     if isinstance(n, bool) or not isinstance(n, (int, float)) or n < 0:
         raise ValueError(f"n must be a number of bytes >= 0, got {n!r}")
     if n < 1024:

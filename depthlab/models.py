@@ -26,13 +26,12 @@ LayerNorm before the head when the blocks are pre-norm, as in pre-norm transform
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 
 import torch
 from torch import nn
 
-from ._checks import choice, finite_float, positive_int
-from ._checks import seed as check_seed
+from ._checks import boolean, choice, finite_float, positive_int
+from .seeds import seeded
 
 NORMS = ("none", "pre", "post")
 INITS = ("default", "he", "orthogonal")
@@ -61,23 +60,6 @@ def _alpha_value(alpha, depth: int) -> tuple[float, bool]:
     return value, False
 
 
-@contextmanager
-def seeded(seed):
-    """Draw the initial weights of the modules built inside from ``seed`` (``None``: as usual).
-
-    The global random state is restored afterwards, so building a seeded model does not change
-    what later random calls draw: ``DeepMLP(..., seed=s)`` is the same network wherever it is
-    built, and the same as ``torch.manual_seed(s)`` followed by ``DeepMLP(...)``.
-    """
-    if seed is None:
-        yield
-        return
-    seed = check_seed("seed", seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
-
-
 def init_linear(layer: nn.Linear, init: str) -> None:
     """Re-initialize ``layer`` in place.
 
@@ -85,6 +67,8 @@ def init_linear(layer: nn.Linear, init: str) -> None:
     uniform); ``"he"`` draws weights from N(0, 2/fan_in) and zeroes the bias (He et al. 2015,
     "Delving Deep into Rectifiers"); ``"orthogonal"`` uses a random orthogonal matrix times
     ``sqrt(2)`` (the ReLU gain) and zeroes the bias (Saxe et al. 2014).
+
+    Introduced in Chapter 2 (chapters/02_residual_learning).
     """
     choice("init", init, INITS)
     if init == "he":
@@ -123,6 +107,8 @@ class Block(nn.Module):
     seed:
         Seed of the initial weights (an integer >= 0), or ``None`` to draw them from PyTorch's
         global random state.
+
+    Introduced in Chapter 2 (chapters/02_residual_learning).
     """
 
     def __init__(self, width: int, out_width: int | None = None, *, residual: bool = True,
@@ -138,9 +124,8 @@ class Block(nn.Module):
         width = positive_int("width", width)
         out_width = width if out_width is None else positive_int("out_width", out_width)
         depth = positive_int("depth", depth)
-        for name, flag in (("residual", residual), ("projection", projection)):
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name} must be True or False, got {flag!r}")
+        boolean("residual", residual)
+        boolean("projection", projection)
         choice("norm", norm, NORMS)
         choice("activation", activation, ACTIVATIONS)
         shortcut = finite_float("shortcut", shortcut, positive=True)
@@ -205,6 +190,8 @@ class DeepMLP(nn.Module):
         network every time. ``None`` draws them from PyTorch's global random state.
 
     ``model.blocks`` is the list of blocks; ``model.stream(u)`` returns ``[x_0, ..., x_L]``.
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
     """
 
     def __init__(self, depth: int, width: int = 64, in_dim: int = 2, out_dim: int = 2, *,

@@ -34,6 +34,8 @@ def path_length_pmf(n: int) -> np.ndarray:
 
     Returns an array ``p`` of shape ``(n + 1,)`` with ``p[k] = C(n, k) / 2^n``, the Binomial(n, 1/2)
     probabilities (computed exactly with integers, then converted to float).
+
+    Introduced in Chapter 3 (chapters/03_gradient_highway).
     """
     n = positive_int("n", n)
     total = 2 ** n
@@ -41,7 +43,10 @@ def path_length_pmf(n: int) -> np.ndarray:
 
 
 def path_fraction(n: int, lo: int, hi: int) -> float:
-    """Fraction of the ``2^n`` paths through ``n`` blocks whose length is in ``lo..hi`` (inclusive)."""
+    """Fraction of the ``2^n`` paths through ``n`` blocks whose length is in ``lo..hi`` (inclusive).
+
+    Introduced in Chapter 3 (chapters/03_gradient_highway).
+    """
     n = positive_int("n", n)
     lo = positive_int("lo", lo, minimum=0)
     hi = positive_int("hi", hi, minimum=0)
@@ -82,6 +87,8 @@ def expand_product(jacobians) -> np.ndarray:
     It needs ``O(L^2)`` matrix products, not ``2^L``: multiplying in block ``l`` either skips it
     (the path length stays) or goes through ``J_l`` (the length grows by one), so
     ``T_k <- T_k + J_l T_{k-1}`` for each new block.
+
+    Introduced in Chapter 3 (chapters/03_gradient_highway).
     """
     J = _as_matrices(jacobians)
     L, d = J.shape[0], J.shape[1]
@@ -101,6 +108,8 @@ def branch_jacobians(model, u: torch.Tensor) -> np.ndarray:
     projection) and no post-norm, so that ``dx_l/dx_{l-1} = I + J_l``. ``u`` is one raw input
     vector (shape ``(in_dim,)``); it is embedded to ``x_0`` and pushed through the blocks.
     Returns an array of shape ``(L, d, d)`` (float64), first block first.
+
+    Introduced in Chapter 3 (chapters/03_gradient_highway).
     """
     for i, block in enumerate(model.blocks):
         if (not block.residual or block.proj is not None or block.shortcut != 1.0

@@ -1,4 +1,4 @@
-"""One figure style for the whole course, and tables shown as Markdown.
+"""One figure style for the whole course.
 
 Call :func:`use_style` once at the top of a notebook. Figures get a white background (so they
 stay legible on the site's dark theme too), a light grid and the course's colours, which always
@@ -7,8 +7,6 @@ mean the same thing: :data:`COLORS` maps ``"plain"``, ``"residual"``, ``"default
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -51,12 +49,18 @@ STYLE = {
 
 
 def use_style() -> None:
-    """Apply the course's figure style to every later figure in this process."""
+    """Apply the course's figure style to every later figure in this process.
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
+    """
     mpl.rcParams.update(STYLE)
 
 
 def color(name: str) -> str:
-    """The course colour for ``name`` (see :data:`COLORS`)."""
+    """The course colour for ``name`` (see :data:`COLORS`).
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
+    """
     if name not in COLORS:
         raise ValueError(f"unknown colour name {name!r}; known: {', '.join(COLORS)}")
     return COLORS[name]
@@ -68,6 +72,8 @@ def layer_heatmap(ax, values: np.ndarray, *, label: str = "gradient norm", log: 
 
     With ``log=True`` the colour is ``log10`` of the values (non-positive values are masked).
     Returns the colour bar.
+
+    Introduced in Lab 1 (labs/lab1_fifty_layers).
     """
     values = np.asarray(values, dtype=float)
     if values.ndim != 2:
@@ -83,25 +89,3 @@ def layer_heatmap(ax, values: np.ndarray, *, label: str = "gradient norm", log: 
     ax.set_ylabel(ylabel)
     ax.grid(False)
     return plt.colorbar(im, ax=ax, label=label)
-
-
-def markdown_table(header: Sequence, rows: Sequence[Sequence]):
-    """Show a table as Markdown (rendered as a real table in Jupyter and on the site).
-
-    ``header`` is the list of column titles and ``rows`` a list of rows with one cell per column;
-    cells are turned into text with ``str`` (format numbers before passing them). Returns an
-    ``IPython.display.Markdown`` object: leave it last in a cell, or ``display`` it.
-    """
-    from IPython.display import Markdown
-
-    header = [str(h) for h in header]
-    if not header:
-        raise ValueError("header must name at least one column")
-    lines = ["| " + " | ".join(h.replace("|", "\\|") for h in header) + " |",
-             "|" + "|".join("---" for _ in header) + "|"]
-    for i, row in enumerate(rows):
-        cells = [str(c).replace("|", "\\|") for c in row]
-        if len(cells) != len(header):
-            raise ValueError(f"row {i} has {len(cells)} cells, the header has {len(header)}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return Markdown("\n".join(lines))

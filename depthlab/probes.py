@@ -3,6 +3,8 @@
 * :class:`Probe` hooks every block of a model and records, for one forward/backward pass, each
   block's output ``x_l`` and the gradient of the loss with respect to it, ``dL/dx_l``.
 * :func:`weight_grad_norms` reads the gradient norm of each block's weight matrix.
+* :func:`gradient_norms` and :func:`update_ratios`: what the training loops record of every
+  step, per block (one implementation for :func:`depthlab.train` and :mod:`depthlab.fast`).
 * :func:`jacobian` and :func:`jacobian_singular_values` compute the input-output Jacobian of a
   (small) function at one input and its singular values.
 * :func:`position_similarity` says how alike the positions of a sequence are (1 when every
@@ -29,6 +31,8 @@ class Probe:
 
     The hooks are removed when the ``with`` block ends. Each ``with`` block records a pass of its
     own: ``with probe:`` again hooks the same blocks anew and forgets the previous pass.
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
     """
 
     def __init__(self, model: nn.Module, modules=None):
@@ -88,24 +92,59 @@ class Probe:
         return np.array([x.grad.double().norm().item() for x in self.outputs])
 
 
+def each_norm(tensors) -> torch.Tensor:
+    """The norm of each tensor of a list (over all its entries), stacked: one per layer."""
+    return torch.stack([t.norm() for t in tensors])
+
+
+def gradient_norms(grads, loss_scale: float = 1.0, norms=each_norm) -> torch.Tensor:
+    """``||dL/dW_l||`` of each layer, in float64, of the loss itself.
+
+    ``grads`` holds one gradient per layer (a list, or a stacked tensor that ``norms`` reads);
+    ``norms`` turns them into one norm per layer (default :func:`each_norm`; the fast path
+    passes its own, for ``K`` models at once). A gradient of ``loss_scale`` times the loss is
+    divided back, so the record is the loss's own gradient.
+    """
+    # float64 norms: squares of vanishing float32 gradients (~1e-23) would underflow to zero
+    doubled = grads.double() if isinstance(grads, torch.Tensor) else [g.double() for g in grads]
+    return norms(doubled) / loss_scale
+
+
+def update_ratios(before, after, norms=each_norm) -> torch.Tensor:
+    """Each layer's update-to-data ratio ``||W_l(after) - W_l(before)|| / ||W_l(before)||``
+    (Karpathy's favourite diagnostic); ``before``, ``after`` and ``norms`` as in
+    :func:`gradient_norms`."""
+    change = (after - before if isinstance(after, torch.Tensor)
+              else [a - b for a, b in zip(after, before)])
+    return norms(change) / norms(before).clamp_min(1e-30)
+
+
 def weight_grad_norms(model: nn.Module) -> np.ndarray:
-    """The Frobenius norm of ``dL/dW_l`` for each block's weight, after ``loss.backward()``."""
+    """The Frobenius norm of ``dL/dW_l`` for each block's weight, after ``loss.backward()``.
+
+    Introduced in Lab 4 (labs/lab4_preln_postln).
+    """
     weights = model.block_weights()
     if any(w.grad is None for w in weights):
         raise ValueError("some block weights have no gradient yet: call loss.backward() first")
-    # in float64, because squares of tiny float32 gradients (~1e-23) underflow to exactly zero
-    return torch.stack([w.grad.double().norm() for w in weights]).cpu().numpy()
+    return gradient_norms([w.grad for w in weights]).cpu().numpy()
 
 
 def jacobian(f, x: torch.Tensor) -> torch.Tensor:
-    """The Jacobian ``df/dx`` at a single input vector ``x`` (shape ``(n_out, n_in)``)."""
+    """The Jacobian ``df/dx`` at a single input vector ``x`` (shape ``(n_out, n_in)``).
+
+    Introduced in Chapter 5 (chapters/05_pre_post_norm).
+    """
     if x.dim() != 1:
         raise ValueError(f"jacobian expects one input vector (1-D tensor), got shape {tuple(x.shape)}")
     return torch.autograd.functional.jacobian(f, x)
 
 
 def jacobian_singular_values(f, x: torch.Tensor) -> np.ndarray:
-    """Singular values of the Jacobian of ``f`` at ``x``, largest first."""
+    """Singular values of the Jacobian of ``f`` at ``x``, largest first.
+
+    Introduced in Chapter 3 (chapters/03_gradient_highway).
+    """
     return torch.linalg.svdvals(jacobian(f, x).double()).cpu().numpy()
 
 
@@ -117,6 +156,8 @@ def position_similarity(z: torch.Tensor) -> float:
     stream. Each vector is centred over its features first (as LayerNorm does), so that a shared
     offset does not count as similarity. 1 means every position of a sequence carries the same
     vector; independent random vectors give about 0.
+
+    Introduced in Lab 4 (labs/lab4_preln_postln).
     """
     if z.dim() != 3 or z.shape[1] < 2:
         raise ValueError(f"z must be a (batch, length, width) tensor with length >= 2, "

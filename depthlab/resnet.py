@@ -50,10 +50,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._checks import choice, finite_float, positive_int
+from ._checks import boolean, choice, finite_float, positive_int
 from ._checks import seed as check_seed
-from .models import seeded
-from .training import History, train
+from .seeds import member_generators, seeded
+from .training import History, _evaluating, train
 
 ORDERS = ("v1", "preact")
 BLOCKS = ("basic", "bottleneck")
@@ -89,12 +89,6 @@ class _ScaleGrad(torch.autograd.Function):
         return grad * ctx.factor, None
 
 
-def _check_bool(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
 def _check_survival(survival) -> float:
     survival = finite_float("survival", survival)
     if not 0 < survival <= 1:
@@ -118,8 +112,8 @@ class _Block(nn.Module):
         self.stride = positive_int("stride", stride)
         if self.stride > 2:
             raise ValueError(f"stride must be 1 or 2, got {stride!r}")
-        self.residual = _check_bool("residual", residual)
-        self.batchnorm = _check_bool("batchnorm", batchnorm)
+        self.residual = boolean("residual", residual)
+        self.batchnorm = boolean("batchnorm", batchnorm)
         self.order = choice("order", order, ORDERS)
         self.members = positive_int("members", members)
         self.survival = _check_survival(survival)
@@ -150,7 +144,7 @@ class _Block(nn.Module):
         self._generators = None
         if residual and self.survival < 1.0:
             self._generators = (generators if generators is not None
-                                else _member_generators(seed, self.members))
+                                else member_generators(seed, self.members))
 
     def branch(self, x: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
@@ -227,6 +221,8 @@ class BasicBlock(_Block):
         Seed of the stochastic-depth draws (an integer >= 0, one per member), or None.
 
     The weights are PyTorch's defaults; :class:`ResNet1d` re-initializes them (He init).
+
+    Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
 
     def __init__(self, in_width: int, out_width: int | None = None, *, stride: int = 1,
@@ -252,7 +248,10 @@ class BasicBlock(_Block):
 class BottleneckBlock(_Block):
     """Three convolutions, 1-tap to ``out_width / 4`` channels, 3-tap, 1-tap back to
     ``out_width``, with BatchNorm and a shortcut; the parameters are those of
-    :class:`BasicBlock` (``out_width`` must be a multiple of 4)."""
+    :class:`BasicBlock` (``out_width`` must be a multiple of 4).
+
+    Introduced in Chapter 7 (chapters/07_resnets_as_built).
+    """
 
     def __init__(self, in_width: int, out_width: int | None = None, *, stride: int = 1,
                  residual: bool = True, order: str = "v1", shortcut: str | None = None,
@@ -293,21 +292,6 @@ def _seeds(seed) -> tuple[list[int | None], bool]:
         return seeds, True
     raise ValueError(f"seed must be an integer >= 0, None, or a non-empty list of integers "
                      f">= 0 (one network per seed), got {seed!r}")
-
-
-def _member_generators(seed, members: int) -> list[torch.Generator]:
-    """One generator per member for stochastic depth: from ``seed`` (an int or a list), or
-    from PyTorch's global random state when it is None."""
-    seeds = seed if isinstance(seed, (list, tuple)) else [seed] * members
-    if len(seeds) != members:
-        raise ValueError(f"give one seed per member ({members}), got {seed!r}")
-    gens = []
-    for s in seeds:
-        if s is None:
-            s = int(torch.randint(0, 2**31 - 1, ()))
-        # offset, so the drops are not the same stream as the initial weights
-        gens.append(torch.Generator().manual_seed(check_seed("seed", s) + 7919))
-    return gens
 
 
 @torch.no_grad()
@@ -368,6 +352,8 @@ class ResNet1d(nn.Module):
     ``(batch, classes)``, or ``(batch, members, classes)`` for a list of seeds.
     ``model.blocks`` lists the blocks; ``model.stream(u)`` returns the stream after the stem
     and after every block.
+
+    Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
 
     def __init__(self, depth: int = 20, width: int = 16, classes: int = 10, *,
@@ -392,8 +378,8 @@ class ResNet1d(nn.Module):
         classes = positive_int("classes", classes, minimum=2)
         choice("block", block, BLOCKS)
         choice("order", order, ORDERS)
-        _check_bool("residual", residual)
-        _check_bool("batchnorm", batchnorm)
+        boolean("residual", residual)
+        boolean("batchnorm", batchnorm)
         survival = _check_survival(survival)
         per_block = 2 if block == "basic" else 3
         if (depth - 2) % (3 * per_block):
@@ -411,7 +397,7 @@ class ResNet1d(nn.Module):
         Block = BasicBlock if block == "basic" else BottleneckBlock
         grow = 1 if block == "basic" else EXPANSION
         # one random source per member, shared by all blocks (drawn in block order)
-        gens = (_member_generators(seeds if None not in seeds else None, k)
+        gens = (member_generators(seeds if None not in seeds else None, k)
                 if residual and survival < 1.0 else None)
 
         self.stem = _conv(k, 1, width, 3, 1, not batchnorm)
@@ -498,6 +484,8 @@ def member_scores(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *,
 
     Returns ``(loss, accuracy)``, two arrays with one entry per member (one entry for a
     single network). The model keeps the mode (train or eval) it had.
+
+    Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
     if not isinstance(model, ResNet1d):
         raise ValueError(f"model must be a ResNet1d, got {type(model).__name__}")
@@ -505,9 +493,7 @@ def member_scores(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *,
         raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
     batch_size = positive_int("batch_size", batch_size)
     device = next(model.parameters()).device
-    mode = model.training
-    model.eval()
-    try:
+    with _evaluating(model):
         losses, hits = [], []
         for start in range(0, len(X), batch_size):
             xb = X[start:start + batch_size].to(device)
@@ -522,8 +508,6 @@ def member_scores(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *,
         n = len(X)
         loss = (torch.stack(losses).sum(0) / n).double().cpu().numpy()
         acc = (torch.stack(hits).sum(0).double() / n).cpu().numpy()
-    finally:
-        model.train(mode)
     return loss, acc
 
 
@@ -542,6 +526,8 @@ def train_resnet(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *, steps: in
     of networks gets them once per member (:meth:`ResNet1d.targets`). Returns one
     :class:`~depthlab.training.History` of all ``steps`` (losses and accuracies on the
     minibatches, averaged over the members of a stack).
+
+    Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
     if not isinstance(model, ResNet1d):
         raise ValueError(f"model must be a ResNet1d, got {type(model).__name__}")

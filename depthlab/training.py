@@ -5,18 +5,19 @@
 each block's weight matrix, the update-to-data ratio of each block (``||Delta W|| / ||W||``,
 Karpathy's favourite diagnostic) and each block's branch scale ``alpha``.
 
-There is one training loop, :func:`_fit`, shared by :func:`train`,
-:func:`depthlab.train_many` (many networks of one architecture at once) and
-:func:`depthlab.train_sequence` (sequence models). What differs between them is the thing the
-loop steps: one model with a ``torch.optim`` optimizer (:class:`_OneModel`, here), or ``K``
-models stacked and run together (``sweep._ManyModels``). Each step returns one row of numbers per
-model, copied to the host once.
+There is one training loop, :func:`_fit` (read it first: a minibatch, a step, a check for
+divergence), shared by :func:`train`, :func:`depthlab.train_sequence` (sequence models) and
+:func:`depthlab.train_many` (many networks of one architecture at once, :mod:`depthlab.fast`).
+What differs between them is the thing the loop steps: one model with a ``torch.optim``
+optimizer (:class:`_OneModel`, here: the reference arithmetic), or ``K`` models stacked and run
+together (``depthlab.fast.sweep._ManyModels``). Each step returns one row of numbers per model,
+copied to the host once; what a row records of each block comes from
+:func:`depthlab.probes.gradient_norms` and :func:`depthlab.probes.update_ratios`, for both.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -24,21 +25,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._checks import choice, finite_float, positive_int
-from ._checks import seed as check_seed
-from .reproduce import default_device
+from . import _checks
+from ._checks import finite_float, positive_int
+from .probes import each_norm, gradient_norms, update_ratios
+from .seeds import default_device
 
-OPTIMIZERS = ("adam", "sgd")
 MOMENTUM = 0.9  # SGD's momentum
 ADAM_BETAS = (0.9, 0.999)  # PyTorch's defaults
-
-
-def set_seed(seed: int = 0) -> None:
-    """Seed Python, NumPy and PyTorch (CPU and CUDA) so a notebook re-runs identically."""
-    seed = check_seed("seed", seed)
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 # ---------------------------------------------------------------- what training records
@@ -70,7 +63,10 @@ class Record:
 
 @dataclass
 class History(Record):
-    """What :func:`train` recorded; arrays have one row per step."""
+    """What :func:`train` recorded; arrays have one row per step.
+
+    Introduced with :func:`train` in Chapter 1 (chapters/01_depth_problem).
+    """
 
     loss: np.ndarray
     accuracy: np.ndarray
@@ -109,57 +105,6 @@ class History(Record):
 def _warmup_factor(t: int, warmup: int) -> float:
     """Share of the peak learning rate at step ``t`` (0-based): a linear ramp over ``warmup``."""
     return min(1.0, (t + 1) / warmup) if warmup else 1.0
-
-
-def _check_batch_size(batch_size, n: int, what: str = "examples"):
-    """``batch_size`` as an int in 1..n, or None (full batch); otherwise raise ValueError."""
-    if batch_size is None:
-        return None
-    batch_size = positive_int("batch_size", batch_size)
-    if batch_size > n:
-        raise ValueError(f"batch_size must be <= the number of {what} ({n}), got {batch_size}")
-    return batch_size
-
-
-def _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps, seed,
-                  loss_scale=1.0):
-    """Validate the arguments shared by the training functions; return them cleaned."""
-    steps = positive_int("steps", steps)
-    choice("optimizer", optimizer, OPTIMIZERS)
-    warmup = positive_int("warmup", warmup, minimum=0)
-    if len(X) != len(y):
-        raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
-    return dict(steps=steps, optimizer=optimizer, warmup=warmup,
-                batch_size=_check_batch_size(batch_size, len(X)),
-                weight_decay=finite_float("weight_decay", weight_decay, nonnegative=True),
-                adam_eps=finite_float("adam_eps", adam_eps, nonnegative=True),
-                loss_scale=finite_float("loss_scale", loss_scale, positive=True),
-                seed=check_seed("seed", seed))
-
-
-def _check_betas(betas) -> tuple[float, float]:
-    """Adam's ``(beta1, beta2)`` as two floats in [0, 1); otherwise raise ValueError."""
-    if (isinstance(betas, (str, bytes)) or not hasattr(betas, "__len__") or len(betas) != 2
-            or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
-                       and math.isfinite(b) and 0 <= b < 1 for b in betas)):
-        raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
-    return float(betas[0]), float(betas[1])
-
-
-def _check_model(model) -> None:
-    """Training records per-block numbers: the model needs ``blocks`` and ``block_weights()``."""
-    if not isinstance(model, nn.Module) or not hasattr(model, "blocks") or not callable(
-            getattr(model, "block_weights", None)):
-        raise ValueError(f"the model must be an nn.Module with `blocks` and `block_weights()`, "
-                         f"such as dl.DeepMLP; got {type(model).__name__}")
-
-
-def _check_dtype(model: nn.Module, X: torch.Tensor) -> None:
-    """Floating inputs must have the dtype of the model's parameters (float32 or float64)."""
-    dtype = next(model.parameters()).dtype
-    if X.is_floating_point() and X.dtype != dtype:
-        raise ValueError(f"X is {X.dtype} but the model's parameters are {dtype}: convert one "
-                         f"of them (X.to({dtype}), or model.to(X.dtype))")
 
 
 def _minibatch(generator: torch.Generator, X: torch.Tensor, y: torch.Tensor, batch_size, device):
@@ -259,18 +204,14 @@ class _OneModel:
         (loss * self.loss_scale).backward()  # a factor of 1 is exact
         if self.record == "layers":
             before = [w.detach().clone() for w in self.weights]
-            # float64 norms: squares of vanishing float32 gradients would underflow to zero
-            grad_t = torch.stack([w.grad.double().norm() for w in self.weights])
-        elif self.record == "total":
-            grads = [p.grad.double().norm() for p in self.params if p.grad is not None]
-            grad_t = torch.stack(grads).norm()[None]
-        if self.record:
-            grad_t = grad_t / self.loss_scale  # the recorded gradient is the loss's own
+            grad_t = gradient_norms([w.grad for w in self.weights], self.loss_scale)
+        elif self.record == "total":  # the norm of the whole gradient
+            grads = [p.grad for p in self.params if p.grad is not None]
+            grad_t = gradient_norms(grads, self.loss_scale, lambda g: each_norm(g).norm()[None])
         self.opt.step()
         row = [loss.detach(), _batch_accuracy(logits, yb)]
         if self.record == "layers":
-            ratio_t = torch.stack([(w.detach() - b).norm() / b.norm().clamp_min(1e-30)
-                                   for w, b in zip(self.weights, before)])
+            ratio_t = update_ratios(before, [w.detach() for w in self.weights])
             alpha_t = (torch.stack([a.detach() for a in self.scales]) if self.scales
                        else grad_t * 0)
             row += [grad_t, ratio_t, alpha_t]
@@ -348,14 +289,15 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 20
 
     Training stops early, with the rest of the history filled with NaN and ``diverged_at`` set,
     if the loss becomes NaN or infinite. The model is left in the mode (train or eval) it had.
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
     """
-    _check_model(model)
-    recipe = _check_recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps,
-                           seed, loss_scale)
+    _checks.trainable(model)
+    recipe = _checks.recipe(steps, optimizer, warmup, X, y, batch_size, weight_decay, adam_eps,
+                            seed, loss_scale)
     lr = finite_float("lr", lr, positive=True)
-    if not isinstance(record, bool):
-        raise ValueError(f"record must be True or False, got {record!r}")
-    _check_dtype(model, X)
+    _checks.boolean("record", record)
+    _checks.same_dtype(model, X)
     device = default_device() if device is None else torch.device(device)
     L = len(model.blocks)
     with _on([model], device):
@@ -387,7 +329,10 @@ def _evaluating(model: nn.Module):
 @torch.no_grad()
 def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
     """Fraction of ``X`` that ``model`` classifies correctly (evaluated in one batch, in eval
-    mode; the model keeps the mode it had)."""
+    mode; the model keeps the mode it had).
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
+    """
     device = next(model.parameters()).device
     with _evaluating(model):
         pred = model(X.to(device)).argmax(1).cpu()
@@ -397,7 +342,10 @@ def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
 @torch.no_grad()
 def evaluate_loss(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
     """Mean cross-entropy of ``model`` on ``(X, y)`` (evaluated in one batch, in eval mode; the
-    model keeps the mode it had)."""
+    model keeps the mode it had).
+
+    Introduced in Lab 1 (labs/lab1_fifty_layers).
+    """
     device = next(model.parameters()).device
     with _evaluating(model):
         return nn.functional.cross_entropy(model(X.to(device)), y.to(device)).item()

@@ -39,20 +39,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import _checks
 from ._checks import choice, finite_float, positive_int
 from ._checks import seed as check_seed
-from .models import seeded
-from .reproduce import default_device
-from .training import (
-    Record,
-    _check_batch_size,
-    _check_betas,
-    _check_dtype,
-    _evaluating,
-    _fit,
-    _on,
-    _OneModel,
-)
+from .seeds import default_device, seeded
+from .training import Record, _evaluating, _fit, _on, _OneModel
 
 TRANSFORMER_NORMS = ("pre", "post", "deepnorm")  # where a transformer block's norms sit
 TRANSFORMER_NORM_LAYERS = ("layer", "rms")         # LayerNorm or RMSNorm
@@ -96,6 +87,8 @@ class TransformerBlock(nn.Module):
         scale with it (default 1).
     seed:
         Seed of the initial weights (an integer >= 0), or ``None`` for PyTorch's global state.
+
+    Introduced in Lab 4 (labs/lab4_preln_postln).
     """
 
     def __init__(self, d_model: int = 64, n_heads: int = 4, d_ff: int | None = None, *,
@@ -113,8 +106,7 @@ class TransformerBlock(nn.Module):
         self.norm_position = choice("norm", norm, TRANSFORMER_NORMS)
         choice("init", init, TRANSFORMER_INITS)
         choice("norm_layer", norm_layer, TRANSFORMER_NORM_LAYERS)
-        if not isinstance(residual, bool):
-            raise ValueError(f"residual must be True or False, got {residual!r}")
+        _checks.boolean("residual", residual)
         n_layers = positive_int("n_layers", n_layers)
         if norm == "deepnorm" and init != "xavier":
             raise ValueError(f"norm='deepnorm' brings its own initialization (Xavier scaled by "
@@ -233,6 +225,8 @@ class TinyTransformer(nn.Module):
     in one). Embeddings start from N(0, 1), as ``nn.Embedding`` does, except with
     ``init="gpt2"``. ``model.blocks`` is the list of blocks, ``model.stream(tokens)`` returns
     ``[x_0, ..., x_L]`` and ``model.logit_lens(tokens)`` the read-out of each of them.
+
+    Introduced in Chapter 8 (chapters/08_transformers).
     """
 
     def __init__(self, vocab: int, seq_len: int, depth: int = 2, *, d_model: int = 64,
@@ -344,6 +338,8 @@ def sequence_task(n: int, *, kind: str = "sort", length: int = 8, vocab: int = 1
         Seed of the generator: the same arguments always give the same data.
 
     Returns ``(X, Y)``, two int64 tensors of shape ``(n, length)``.
+
+    Introduced in Chapter 8 (chapters/08_transformers).
     """
     n = positive_int("n", n)
     choice("kind", kind, TASKS)
@@ -362,7 +358,10 @@ def sequence_task(n: int, *, kind: str = "sort", length: int = 8, vocab: int = 1
 
 @dataclass
 class SeqHistory(Record):
-    """What :func:`train_sequence` recorded; arrays have one entry per step."""
+    """What :func:`train_sequence` recorded; arrays have one entry per step.
+
+    Introduced with :func:`train_sequence` in Chapter 8 (chapters/08_transformers).
+    """
 
     loss: np.ndarray          # cross-entropy on the batch, per token
     accuracy: np.ndarray      # fraction of the batch's tokens predicted correctly
@@ -403,6 +402,8 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
 
     Training stops early, leaving the rest of the history as NaN and setting ``diverged_at``, if
     the loss becomes NaN or infinite.
+
+    Introduced in Chapter 8 (chapters/08_transformers).
     """
     steps = positive_int("steps", steps)
     lr = finite_float("lr", lr, positive=True)
@@ -413,9 +414,9 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
                          f"got {tuple(X.shape)} and {tuple(Y.shape)}")
     if batch_size is None:
         raise ValueError("batch_size must be an integer >= 1, got None")
-    batch_size = _check_batch_size(batch_size, len(X), "sequences")
-    betas = _check_betas(betas)
-    _check_dtype(model, X)
+    batch_size = _checks.batch_size(batch_size, len(X), "sequences")
+    betas = _checks.betas(betas)
+    _checks.same_dtype(model, X)
     device = default_device() if device is None else torch.device(device)
     with _on([model], device):
         trainee = _OneModel(model, "adam", lr=lr, betas=tuple(betas), record="total")
@@ -431,7 +432,10 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
 
 @torch.no_grad()
 def sequence_accuracy(model: nn.Module, X: torch.Tensor, Y: torch.Tensor) -> tuple[float, float]:
-    """``(token accuracy, whole-sequence accuracy)`` of ``model`` on ``(X, Y)``, in one batch."""
+    """``(token accuracy, whole-sequence accuracy)`` of ``model`` on ``(X, Y)``, in one batch.
+
+    Introduced in Chapter 8 (chapters/08_transformers).
+    """
     device = next(model.parameters()).device
     with _evaluating(model):
         pred = model(X.to(device)).argmax(-1).cpu()

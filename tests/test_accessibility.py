@@ -88,7 +88,7 @@ def test_every_twin_frame_is_described_and_its_slider_speaks_its_value(path):
                     problems.append(f"cell {k}, frame {n}: {problem} (dl.scrubber(..., alt=...))")
             sliders = [a for t, a in tags if t == "input"]
             if not all("aria-valuetext" in s for s in sliders):
-                problems.append(f"cell {k}: twin made by an older depthlab.twin.scrubber "
+                problems.append(f"cell {k}: twin made by an older depthlab.book.twin.scrubber "
                                 "(no aria-valuetext): re-execute the notebook")
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
 

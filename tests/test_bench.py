@@ -86,7 +86,7 @@ def test_the_training_meter_times_each_outermost_training_call_once():
     remove = bench.install_training_meter(runs)
     try:
         dl.train(dl.DeepMLP(2, 8, seed=0), X, y, steps=5, batch_size=16, device="cpu")
-        # train_together reaches train_many through depthlab.sweep: one run, two models
+        # train_together reaches train_many through depthlab.fast.sweep: one run, two models
         dl.train_together({"a": dl.DeepMLP(2, 8, seed=0), "b": dl.DeepMLP(2, 8, seed=1)},
                           X, y, steps=3, device="cpu")
     finally:
@@ -95,7 +95,7 @@ def test_the_training_meter_times_each_outermost_training_call_once():
     assert all(r["seconds"] > 0 for r in runs)
     dl.train(dl.DeepMLP(2, 8, seed=0), X, y, steps=2, device="cpu")
     assert len(runs) == 2  # removed: depthlab is itself again
-    assert not hasattr(dl.train, "unmetered") and not hasattr(dl.sweep.train_many, "unmetered")
+    assert not hasattr(dl.train, "unmetered") and not hasattr(dl.fast.sweep.train_many, "unmetered")
 
 
 def test_a_notebook_whose_conclusions_fail_is_measured_not_fatal(tmp_path, monkeypatch):

@@ -483,7 +483,7 @@ def test_every_seed_must_be_a_non_negative_integer(call, seed):
 # ---------------------------------------------------------------- twins
 
 
-# The twin panels (depthlab.twin) are tested in tests/test_twin.py.
+# The twin panels (depthlab.book.twin) are tested in tests/test_twin.py.
 
 
 def test_every_course_colour_is_a_colour_and_unknown_names_list_the_known_ones():
@@ -511,10 +511,10 @@ def test_a_public_name_means_the_same_thing_in_every_module():
     import pkgutil
 
     seen = {}
-    for info in pkgutil.iter_modules(dl.__path__):
-        if info.name.startswith("_"):
+    for info in pkgutil.walk_packages(dl.__path__, "depthlab."):
+        if info.name.rsplit(".", 1)[-1].startswith("_"):
             continue
-        module = importlib.import_module(f"depthlab.{info.name}")
+        module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if name.isupper() and not name.startswith("_"):
                 if name in seen:
@@ -529,7 +529,8 @@ def test_the_package_holds_no_maintainer_tooling_or_training_log():
 
     for gone in ("depthlab.bench", "depthlab.execute", "depthlab.train"):
         assert importlib.util.find_spec(gone) is None, gone
-    from depthlab import sweep, training
+    from depthlab import training
+    from depthlab.fast import sweep
 
     assert not hasattr(training, "TRAINING_LOG") and not hasattr(sweep, "first_steps")
 

@@ -1,4 +1,4 @@
-"""The helpers every lab uses around its experiment (depthlab.experiments)."""
+"""The helpers every lab uses around its experiment (depthlab.book.experiments)."""
 
 import math
 

@@ -318,7 +318,7 @@ def make_dry_run(target: str) -> str:
 def imported_distributions() -> set[str]:
     """The distributions of every third-party module depthlab imports."""
     modules = set()
-    for path in (ROOT / "depthlab").glob("*.py"):
+    for path in (ROOT / "depthlab").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 modules |= {a.name.split(".")[0] for a in node.names}

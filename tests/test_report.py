@@ -1,4 +1,4 @@
-"""Tests of depthlab.report (glue, significant, geometric_mean) and of seeded models."""
+"""Tests of depthlab.book.report (glue, significant, geometric_mean) and of seeded models."""
 
 import builtins
 

@@ -1,4 +1,4 @@
-"""Seeds, devices and checked conclusions (depthlab.reproduce)."""
+"""Seeds, devices and checked conclusions (depthlab.seeds and depthlab.book.claims)."""
 
 import numpy as np
 import pytest
@@ -61,7 +61,7 @@ def test_each_check_is_glued_with_its_numbers_and_when_it_was_written(monkeypatc
     import json
 
     glued = {}
-    monkeypatch.setattr(dl.report, "glue", lambda name, value, display=True: glued.update(
+    monkeypatch.setattr(dl.book.claims, "glue", lambda name, value, display=True: glued.update(
         {name: value}))
     dl.conclusions({"ratio_is_large": (np.float64(12.5), ">", 10),
                     "seen_in_a_trial": (3, "<=", 4, "after a trial")})
@@ -88,7 +88,7 @@ def test_a_prediction_reported_as_refuted_must_fail(capsys, monkeypatch):
 
     monkeypatch.delenv("DEPTHLAB_SEED", raising=False)
     glued = {}
-    monkeypatch.setattr(dl.report, "glue", lambda name, value, display=True: glued.update(
+    monkeypatch.setattr(dl.book.claims, "glue", lambda name, value, display=True: glued.update(
         {name: value}))
     dl.conclusions({"plain_fails": (0.69, ">", 0.6)},
                    refuted={"input_returns": (3e-8, ">", 1e-6)})
@@ -138,7 +138,7 @@ def test_conclusions_check_every_name_before_printing_any(capsys):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_training_on_cuda_matches_the_cpu_and_hands_the_model_back():
-    from depthlab import sweep
+    from depthlab.fast import sweep
 
     X, y = dl.two_spirals(64, seed=0)
 

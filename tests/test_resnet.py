@@ -1,5 +1,5 @@
 """Unit tests of depthlab's convolutional ResNets (depthlab.resnet) and of the MNIST-1D loader
-(depthlab.benchmarks). Each asserts a property that a broken implementation would violate."""
+(depthlab.data). Each asserts a property that a broken implementation would violate."""
 
 import hashlib
 import random
@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import depthlab as dl
-from depthlab import benchmarks
+from depthlab import data
 from depthlab.resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores, train_resnet
 
 
@@ -361,7 +361,7 @@ def test_mnist1d_is_generated_offline_and_is_the_canonical_default_set(monkeypat
     monkeypatch.setattr(socket, "create_connection", no_network)
     requests = pytest.importorskip("requests")
     monkeypatch.setattr(requests.Session, "request", no_network)
-    benchmarks._generate.cache_clear()     # generate now, under the patches
+    data._mnist1d_arrays.cache_clear()     # generate now, under the patches
     random.seed(11)
     np.random.seed(11)
     expected_py, expected_np = random.random(), np.random.rand()
@@ -373,9 +373,9 @@ def test_mnist1d_is_generated_offline_and_is_the_canonical_default_set(monkeypat
 
     assert X.shape == (4000, 40) and X_test.shape == (1000, 40)
     assert X.dtype == torch.float32 and y.dtype == torch.int64
-    assert benchmarks.MNIST1D_SHAPE == (4000, 1000, 40, 10)
+    assert data.MNIST1D_SHAPE == (4000, 1000, 40, 10)
     assert sorted(set(y.tolist())) == list(range(10))
-    x, labels, x_test, labels_test = benchmarks._generate()
+    x, labels, x_test, labels_test = data._mnist1d_arrays()
     # checksums of the default set (seed 42): labels exactly, signals to 4 decimals
     assert _sha(labels.astype(np.int64)) == (
         "d97dc7aecec8ad6b5d8f143ba3e9c4bd7e25c420d7dfc2eb990591cfc0ed3e15")
@@ -393,4 +393,4 @@ def test_mnist1d_is_cached_and_every_call_returns_fresh_tensors():
     first[0].zero_()                       # a notebook that edits its copy ...
     second = dl.load_mnist1d()
     assert second[0].abs().sum() > 0       # ... does not change the next one
-    assert benchmarks._generate.cache_info().currsize == 1
+    assert data._mnist1d_arrays.cache_info().currsize == 1

@@ -1,11 +1,12 @@
-"""Tests of depthlab.sweep: training models together must equal training them one by one."""
+"""Tests of depthlab.fast.sweep: training models together must equal training them one by one
+(the fast path against the core loop, model by model; see also tests/test_layers.py)."""
 
 import numpy as np
 import pytest
 import torch
 
 import depthlab as dl
-from depthlab import sweep
+from depthlab.fast import sweep
 
 X, Y = dl.spirals(96, turns=1.0, seed=0)
 

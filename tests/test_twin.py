@@ -1,4 +1,4 @@
-"""The no-kernel twin panels (depthlab.twin.scrubber): frames, size, text alternatives and the
+"""The no-kernel twin panels (depthlab.book.twin.scrubber): frames, size, text alternatives and the
 markup that makes the slider usable by keyboard and screen reader.
 
 What the markup does in a browser (Tab, arrow keys, what a screen reader is told) is tested on a

@@ -84,7 +84,7 @@ def install_training_meter(record):
     """Wrap depthlab's training functions so that every training run is timed into ``record``.
 
     Each outermost call of ``train``, ``train_many`` or ``train_sequence`` (however it is
-    reached: ``dl.train``, ``train_together``, ``depth_sweep``...) appends
+    reached: ``dl.train``, ``train_together``, ``train_resnet``...) appends
     ``{"seconds": ..., "examples": ...}``, where ``examples`` counts the training examples
     processed by all the models trained in that call (sequences, for ``train_sequence``).
     Returns a function that removes the wrappers. The bench runs this function's source in each
@@ -202,7 +202,7 @@ def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT,
                  env: dict | None = None) -> dict:
     """Execute ``path`` in a fresh kernel (nothing is written back) and measure it.
 
-    ``seed`` is passed to the kernel as ``DEPTHLAB_SEED`` (see :mod:`depthlab.reproduce`), with
+    ``seed`` is passed to the kernel as ``DEPTHLAB_SEED`` (see :mod:`depthlab.seeds`), with
     ``env`` (more environment variables, e.g. one of :data:`CONFIGS`). Returns ``seconds``,
     ``memory`` (bytes, or None where it cannot be read), ``training`` (seconds and examples of
     each training run), ``checks`` (the glued ``check_*`` records), ``conclusions_failed`` (the

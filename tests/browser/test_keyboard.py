@@ -253,7 +253,7 @@ def test_figures_are_images_with_names_in_the_accessibility_tree(browser, name):
 
 
 def test_a_twin_made_by_the_current_scrubber_is_operable_and_speaks(browser, reports_valuetext):
-    """The same checks on a twin fresh from depthlab.twin.scrubber, whatever the notebooks hold:
+    """The same checks on a twin fresh from depthlab.book.twin.scrubber, whatever the notebooks hold:
     reached by Tab, moved by the keys, its value and its frame announced in words."""
     import matplotlib
 

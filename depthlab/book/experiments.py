@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from ._checks import choice, finite_float, positive_int
-from .plots import markdown_table, use_style
-from .reproduce import default_device, lab_seed
+from .._checks import choice, finite_float, positive_int
+from ..plots import use_style
+from ..seeds import default_device, lab_seed
+from .report import markdown_table
 
 
 def setup(threads: int | None = None) -> tuple[torch.device, int]:
@@ -31,6 +32,8 @@ def setup(threads: int | None = None) -> tuple[torch.device, int]:
     ``DEPTHLAB_SEED`` says otherwise), to be added to every seed the notebook uses. ``threads``
     caps PyTorch's CPU threads (``None`` leaves PyTorch's default): tiny networks train no slower
     on one. Every chapter and lab starts with it.
+
+    Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
     if threads is not None:
         torch.set_num_threads(positive_int("threads", threads))
@@ -44,6 +47,8 @@ def steps_to(losses: Sequence[float], target: float) -> float:
     A training curve's score in the labs: "how fast" as one number, with "never" larger than any
     step (so medians and comparisons still work). ``losses`` is one loss per step, such as
     ``History.loss``; a NaN (a diverged run) never counts as below.
+
+    Introduced in Lab 6 (labs/lab6_which_block).
     """
     target = finite_float("target", target)
     losses = np.asarray(losses, dtype=float)
@@ -83,6 +88,8 @@ def best_rates(scores: Mapping, better: str = "lower") -> dict:
     ``{arm: {"lr": best rate, "median": its median score, "scores": the seeds' scores there}}``.
     A tie in the median goes to the smaller rate. A best rate at either end of the swept range
     means the sweep should be widened; :func:`rate_table` marks it.
+
+    Introduced in Lab 2 (labs/lab2_degradation).
     """
     choice("better", better, BETTER)
     best = {}
@@ -107,7 +114,10 @@ def _shown(value: float, digits: int) -> str:
 def rate_table(scores: Mapping, better: str = "lower", digits: int = 3):
     """The whole sweep as a Markdown table: one row per arm, one column per learning rate, the
     median score over seeds in each cell, the arm's best rate in bold (and marked "at the edge of
-    the sweep" when it is the smallest or the largest rate tried)."""
+    the sweep" when it is the smallest or the largest rate tried).
+
+    Introduced with :func:`best_rates` in Lab 2 (labs/lab2_degradation).
+    """
     best = best_rates(scores, better)
     table = _by_arm(scores)
     rates = sorted({lr for arm in table.values() for lr in arm})

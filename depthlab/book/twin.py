@@ -96,6 +96,8 @@ def scrubber(render: Callable, values: Sequence, *, label: str = "value", start=
     index, and the whole panel is a labelled group.
 
     Returns an ``IPython.display.HTML`` object; display it (or leave it last in a cell).
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
     """
     from IPython.display import HTML
 
@@ -141,6 +143,8 @@ def panel(render: Callable, values: Sequence, *, label: str = "value", start=Non
     """An ipywidgets slider over ``values`` that redraws ``render(v)`` (needs a live kernel).
 
     Takes the same ``render``, ``values``, ``label``, ``start`` and ``fmt`` as :func:`scrubber`.
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
     """
     import ipywidgets as widgets
     from IPython.display import display

@@ -1,4 +1,4 @@
-"""Reporting measurements: numbers glued into the book's prose, rounded honestly, summarized.
+"""Reporting measurements: numbers glued into the book's prose, rounded honestly, tabulated.
 
 * :func:`glue` stores a value under a name so that the book's text can show it
   (``{glue:text}`name```). It uses myst-nb's ``glue`` when myst-nb is installed (the book build,
@@ -6,16 +6,18 @@
   notebook runs anywhere and the reader still sees the number the text refers to.
 * :func:`significant` rounds to a few significant digits, to the nearest value or, for a bound
   quoted in a sentence ("every run ends at or above ..."), in the direction that keeps it true.
-* :func:`geometric_mean` averages quantities that vary over orders of magnitude.
+* :func:`geometric_mean` averages quantities that vary over orders of magnitude;
+* :func:`markdown_table` shows a table as Markdown (a real table in Jupyter and on the site).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-from ._checks import choice, positive_int
+from .._checks import choice, positive_int
 
 DIRECTIONS = ("nearest", "down", "up")
 
@@ -26,6 +28,8 @@ def glue(name: str, value, display: bool = True) -> None:
     ``display=False`` hides it in the notebook; the prose shows it with ``{glue:text}`name```.
     When myst-nb is not installed the value is printed as ``name = value`` (or displayed as
     usual with ``display=True``), so the notebook does not depend on the book's tooling.
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
@@ -48,6 +52,8 @@ def significant(value, digits: int = 1, direction: str = "nearest"):
     ``direction`` is ``"nearest"``, ``"down"`` (towards minus infinity: a lower bound stays a
     lower bound, as in "every run ends at or above 0.4" for a minimum of 0.48) or ``"up"`` (an
     upper bound stays one). Whole numbers come back as ``int`` so that 20 reads "20", not "20.0".
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
     """
     digits = positive_int("digits", digits)
     choice("direction", direction, DIRECTIONS)
@@ -78,6 +84,8 @@ def geometric_mean(values, axis=None):
 
     ``axis`` as in NumPy (``None``: over everything, returning a float; ``0``: over the first
     axis of a stack of arrays, e.g. one curve per seed, returning an array).
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
     """
     values = np.asarray(values, dtype=float)
     if values.size == 0:
@@ -87,3 +95,27 @@ def geometric_mean(values, axis=None):
                          "zeros first)")
     out = np.exp(np.mean(np.log(values), axis=axis))
     return float(out) if np.ndim(out) == 0 else out
+
+
+def markdown_table(header: Sequence, rows: Sequence[Sequence]):
+    """Show a table as Markdown (rendered as a real table in Jupyter and on the site).
+
+    ``header`` is the list of column titles and ``rows`` a list of rows with one cell per column;
+    cells are turned into text with ``str`` (format numbers before passing them). Returns an
+    ``IPython.display.Markdown`` object: leave it last in a cell, or ``display`` it.
+
+    Introduced in Chapter 7 (chapters/07_resnets_as_built).
+    """
+    from IPython.display import Markdown
+
+    header = [str(h) for h in header]
+    if not header:
+        raise ValueError("header must name at least one column")
+    lines = ["| " + " | ".join(h.replace("|", "\\|") for h in header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    for i, row in enumerate(rows):
+        cells = [str(c).replace("|", "\\|") for c in row]
+        if len(cells) != len(header):
+            raise ValueError(f"row {i} has {len(cells)} cells, the header has {len(header)}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return Markdown("\n".join(lines))

@@ -1,4 +1,4 @@
-"""Train several networks of one architecture at once, and the sweeps the labs build on it.
+"""Train several networks of one architecture at once (the fast path of :func:`depthlab.train`).
 
 Labs compare many small networks: the same architecture under several seeds, inits, branch
 scales or learning rates. Trained one after the other, their cost is dominated by Python overhead
@@ -7,7 +7,8 @@ their parameters are stacked along a new leading axis (``torch.func.stack_module
 ``torch.vmap`` of the model's own ``forward`` runs all of them in each operation. Every member
 still sees what :func:`depthlab.train` would give it (the same training loop, data order,
 optimizer arithmetic, its own learning rate and its own divergence check), up to float rounding,
-and gets the same :class:`~depthlab.training.History`.
+and gets the same :class:`~depthlab.training.History`; the loop itself is
+:func:`depthlab.training._fit`, the one every training function runs.
 
 * :func:`train_together` takes a dict of models of *different* architectures, groups the ones
   that can share a batch and calls :func:`train_many` once per group.
@@ -36,26 +37,19 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state
 
-from ._checks import finite_float, positive_int
-from .reproduce import default_device
-from .training import (
-    ADAM_BETAS,
-    MOMENTUM,
-    History,
-    _branch_scales,
-    _check_betas,
-    _check_dtype,
-    _check_model,
-    _check_recipe,
-    _fit,
-    _on,
-)
+from .. import _checks
+from .._checks import finite_float, positive_int
+from ..probes import gradient_norms, update_ratios
+from ..seeds import default_device
+from ..training import ADAM_BETAS, MOMENTUM, History, _branch_scales, _fit, _on
 
 
 def architecture_key(model: nn.Module):
     """A hashable description of what decides ``model``'s code path (see the module docstring).
 
     Two models with the same key can be trained together by :func:`train_many`.
+
+    Introduced with :func:`train_together` in Chapter 1 (chapters/01_depth_problem).
     """
     config = dict(getattr(model, "config", {}))
     config.pop("init", None)   # only changes initial values
@@ -192,19 +186,11 @@ class _ManyModels:
         with torch.no_grad():
             before = self._per_layer(self.theta)
             before = before.clone() if self.same_shape else [b.clone() for b in before]
-            g_layers = self._per_layer(grad)
-            # float64 norms: squares of vanishing float32 gradients would underflow to zero
-            grad_t = self._norms(g_layers.double() if self.same_shape
-                                 else [g.double() for g in g_layers])   # (K, L)
-            grad_t = grad_t / self.loss_scale  # the recorded gradient is the loss's own
+            # the same record as depthlab.train's, with norms taken per model: (K, L)
+            grad_t = gradient_norms(self._per_layer(grad), self.loss_scale, self._norms)
             factor = torch.as_tensor(factor, dtype=self.lr0.dtype, device=self.lr0.device)
             self._update(grad, (self.lr0 * factor * active)[:, None])
-            after = self._per_layer(self.theta)
-            if self.same_shape:
-                ratio_t = (after - before).norm(dim=2) / before.norm(dim=2).clamp_min(1e-30)
-            else:
-                ratio_t = torch.stack([(a - b).norm(dim=1) / b.norm(dim=1).clamp_min(1e-30)
-                                       for a, b in zip(after, before)], 1)
+            ratio_t = update_ratios(before, self._per_layer(self.theta), self._norms)
             if self.a_names:
                 pool = {**self.buffers, **p}
                 alpha_t = torch.stack([pool[n] for n in self.a_names], 1)
@@ -217,7 +203,17 @@ class _ManyModels:
 
     def _update(self, grad, lr):
         """One step of Adam or SGD with momentum on ``theta``, with ``torch.optim``'s arithmetic
-        (``lr``: one learning rate per model, shape ``(K, 1)``, 0 for a diverged model)."""
+        (``lr``: one learning rate per model, shape ``(K, 1)``, 0 for a diverged model).
+
+        Why not ``torch.optim``: its optimizers take one learning rate per parameter tensor (per
+        param group), while here the ``K`` models are the rows of one tensor ``theta``, each with
+        its own learning rate and warm-up; and a model that diverged must stay frozen (a zero
+        gradient, no weight decay and a learning rate of 0: its weights stop at their last
+        finite values) while the others go on in the same tensor.
+        Splitting ``theta`` into ``K`` param groups would bring back the per-tensor Python
+        overhead this class exists to avoid. ``tests/test_layers.py`` checks this arithmetic
+        against ``torch.optim.Adam`` and ``torch.optim.SGD`` step by step.
+        """
         self.t += 1
         if self.weight_decay:
             # L2 on the gradient, as torch.optim does; a diverged model still gets no step
@@ -281,12 +277,14 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
 
     A model whose loss becomes NaN or infinite stops there (its ``diverged_at`` is set and its
     later rows are NaN, as with :func:`depthlab.train`); the others go on unaffected.
+
+    Introduced in Chapter 5 (chapters/05_pre_post_norm).
     """
     models = list(models)
     if not models:
         raise ValueError("models must hold at least one model")
     for m in models:
-        _check_model(m)
+        _checks.trainable(m)
     keys = {architecture_key(m) for m in models}
     if len(keys) != 1:
         raise ValueError("train_many needs models of one architecture (same depth, width, "
@@ -294,12 +292,12 @@ def train_many(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
                          "use train_together to group models of several architectures")
     _check_batchable(models[0])
     warmups = _warmups(warmup, len(models))
-    recipe = _check_recipe(steps, optimizer, 0, X, y, batch_size, weight_decay, adam_eps, seed,
-                           loss_scale)
+    recipe = _checks.recipe(steps, optimizer, 0, X, y, batch_size, weight_decay, adam_eps, seed,
+                            loss_scale)
     del recipe["warmup"]  # one per model, above
-    betas = _check_betas(betas)
+    betas = _checks.betas(betas)
     lrs = _learning_rates(lr, len(models))
-    _check_dtype(models[0], X)
+    _checks.same_dtype(models[0], X)
     device = default_device() if device is None else torch.device(device)
     with _on(models, device):
         trainee = _ManyModels(models, optimizer, lrs=lrs, weight_decay=recipe["weight_decay"],
@@ -337,6 +335,8 @@ def train_together(models: Mapping, X: torch.Tensor, y: torch.Tensor, *, lr=1e-3
         Passed on to :func:`train_many` (``steps``, ``optimizer``, ``batch_size``, ...).
 
     Returns ``{key: History}`` in the order of ``models``.
+
+    Introduced in Chapter 1 (chapters/01_depth_problem).
     """
     if not isinstance(models, Mapping) or not models:
         raise ValueError("models must be a non-empty dict {key: model}")

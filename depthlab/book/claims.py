@@ -1,7 +1,6 @@
-"""What makes a lab's result reproducible elsewhere: its seed, its device, its checked conclusions.
+"""The checked conclusions every notebook ends with.
 
-Every lab reads its base seed with :func:`lab_seed` and its device with
-:func:`depthlab.default_device`, and ends with :func:`conclusions`, which prints the claims its
+Every chapter and lab ends with :func:`conclusions`, which prints the claims its
 verdict rests on, each with ``holds`` or ``FAILS``, and glues them for ``make bench``:
 
 * ``make test`` (nbval) re-runs every notebook at seed 0, and a claim that fails raises
@@ -10,52 +9,21 @@ verdict rests on, each with ``holds`` or ``FAILS``, and glues them for ``make be
   seeds, thread counts and kernel sets, and reports for each claim its worst measured value
   against its threshold.
 
-Environment variables (both optional):
-
-``DEPTHLAB_SEED``
-    A non-negative integer added to every seed a lab uses (default 0, the committed outputs).
-``DEPTHLAB_DEVICE``
-    ``cpu``, ``cuda`` or ``auto`` (default): where labs train. ``auto`` picks CUDA when it is
-    available. ``make test`` sets ``cpu`` unless told otherwise.
+The seed and the device come from :mod:`depthlab.seeds` (``DEPTHLAB_SEED``, ``DEPTHLAB_DEVICE``).
 """
 
 from __future__ import annotations
 
 import json
 import operator
-import os
 import re
 
 import numpy as np
-import torch
 
-DEVICES = ("auto", "cpu", "cuda")
+from ..seeds import lab_seed
+from .report import glue
+
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
-
-
-def lab_seed() -> int:
-    """The base seed of a lab: ``DEPTHLAB_SEED`` from the environment, 0 when it is not set."""
-    text = os.environ.get("DEPTHLAB_SEED", "0").strip()
-    if not text.isdigit():
-        raise ValueError(f"DEPTHLAB_SEED must be a non-negative integer such as 0, 1 or 2; "
-                         f"got {text!r}")
-    return int(text)
-
-
-def default_device() -> torch.device:
-    """Where to train: ``DEPTHLAB_DEVICE`` if set, else CUDA when available, else the CPU.
-
-    Nothing in the course requires a GPU; its networks are small enough for a laptop CPU.
-    """
-    name = os.environ.get("DEPTHLAB_DEVICE", "auto").strip().lower()
-    if name not in DEVICES:
-        raise ValueError(f"DEPTHLAB_DEVICE must be one of {', '.join(DEVICES)}; got {name!r}")
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("DEPTHLAB_DEVICE is 'cuda' but PyTorch sees no CUDA device "
-                         "(torch.cuda.is_available() is False); use 'cpu' or 'auto'")
-    return torch.device(name)
 
 
 OPERATORS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -66,7 +34,10 @@ WRITTEN = ("before the data", "after a trial", "after a run")
 
 
 class ConclusionFailed(AssertionError):
-    """Raised by :func:`conclusions` when a claim of a lab's verdict does not hold."""
+    """Raised by :func:`conclusions` when a claim of a lab's verdict does not hold.
+
+    Introduced with :func:`conclusions` in Chapter 1 (chapters/01_depth_problem).
+    """
 
 
 # the prediction "measured op threshold" fails exactly when "measured complement threshold" holds
@@ -139,9 +110,9 @@ def conclusions(claims: dict, refuted: dict | None = None) -> None:
     ``"verdict": "refuted"``), which ``make bench`` reads when it re-runs the notebook
     elsewhere. If any claim fails, :class:`ConclusionFailed` is raised after all are printed, so
     a notebook whose verdict no longer holds fails under nbval and ``make bench``.
-    """
-    from .report import glue
 
+    Introduced in Chapter 1 (chapters/01_depth_problem).
+    """
     refuted = {} if refuted is None else refuted
     if not isinstance(claims, dict) or not isinstance(refuted, dict) or not (claims or refuted):
         raise ValueError("claims must be a dict naming at least one conclusion, e.g. "
