@@ -40,6 +40,7 @@ HISTORY_IN_NAME = re.compile(r"_(?:after|before|trial|first_run|referee|replaced
 
 # Not rewritten yet (issue 30); each entry must still break a rule below.
 NOT_YET = {
+    "labs/lab5_ensembles.ipynb",
 }
 
 
