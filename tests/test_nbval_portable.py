@@ -35,8 +35,10 @@ SANITIZER = ROOT / "tests" / "nbval" / "portable.cfg"
 CELLS = {
     "setup": "from myst_nb import glue\nloss, steps = 0.1234, 42",
     "sentence": 'print(f"final loss {loss:.3f} after {steps} steps; it trains")',
-    "table": ('rows = [["plain", f"{loss:.2g}", "never"], ["residual", f"{loss / 7:.2g}", '
-              'str(steps)]]\nfor row in rows:\n    print(f"{row[0]:<10}{row[1]:>8}{row[2]:>8}")'),
+    # a rate table: the best arm's number in bold, as dl.rate_table marks the best rate
+    "table": ('best = "plain"\nrows = [["plain", f"{loss:.2g}", "never"], ["residual", '
+              'f"{loss / 7:.2g}", str(steps)]]\nfor row in rows:\n    bold = "**" if row[0] == '
+              'best else ""\n    print(f"{row[0]:<10}{bold + row[1] + bold:>12}{row[2]:>8}")'),
     "glue": 'glue("best", "learned alpha", display=False)\nglue("loss", round(loss, 2), '
             "display=False)",
 }
@@ -90,6 +92,8 @@ CASES = {
     "other_glued_words": (lambda ref: variant(
         ref, "glue", 'glue("best", "ReZero", display=False)\n'
                      'glue("loss", 0.03, display=False)'), True),
+    "other_best_rate": (lambda ref: variant(
+        ref, "table", CELLS["table"].replace('best = "plain"', 'best = "residual"')), True),
     "changed_sentence": (lambda ref: variant(
         ref, "sentence", 'print(f"final loss {loss:.3f} after {steps} steps; it diverges")'),
         False),
