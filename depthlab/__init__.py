@@ -41,6 +41,7 @@ from . import memory, paths  # noqa: F401
 from .book import (
     ConclusionFailed,
     best_rates,
+    check,
     conclusions,
     geometric_mean,
     glue,
@@ -77,7 +78,7 @@ from .transformer import (
 
 __all__ = [
     "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "BasicBlock", "best_rates", "Block",
-    "BottleneckBlock", "color",
+    "BottleneckBlock", "check", "color",
     "COLORS", "ConclusionFailed",
     "conclusions", "DeepMLP", "default_device", "evaluate_loss", "geometric_mean",
     "glue", "History", "init_linear", "INITS", "jacobian", "jacobian_singular_values", "lab_seed",

@@ -154,19 +154,43 @@ def solution_for(lab: Path) -> Path:
     return ROOT / "solutions" / f"{lab.stem}_solutions.ipynb"
 
 
+def printed(cell) -> str:
+    return "".join("".join(out.get("text", "")) for out in cell.get("outputs", []))
+
+
 @pytest.mark.parametrize("lab", sorted((ROOT / "labs").glob("*.ipynb")),
                          ids=lambda p: p.name)
-def test_every_lab_stub_is_answered_in_its_solution(lab):
+def test_every_lab_stub_is_checked_and_answered_in_its_solution(lab):
+    """A "Your turn" cell starts with '# Your turn <id>:', leaves ``result = ...`` for the
+    learner and ends with ``dl.check("lab<id>", result)``, which prints "Not yet" as committed;
+    the solutions notebook answers it in a cell with the same first line (and the code cells
+    after it), whose check says the answer is right."""
+    from depthlab.book.exercises import EXERCISES
+
     solution = solution_for(lab)
     assert solution.exists(), f"{lab.name} has no solution notebook {solution.name}"
+    number = re.match(r"lab(\d+)_", lab.name)[1]
     stubs = {}
     for cell in code_cells(load(lab)):
-        if "raise NotImplementedError" in source(cell):
-            found = STUB.search(source(cell))
-            assert found, f"a stub in {lab.name} does not start with '# Your turn <id>:'"
-            assert "raises-exception" in tags(cell), f"stub {found[1]} is not tagged raises-exception"
-            stubs[found[1]] = cell
+        found = STUB.search(source(cell))
+        if not found:
+            assert "raise NotImplementedError" not in source(cell), (
+                f"a stub in {lab.name} does not start with '# Your turn <id>:'")
+            continue
+        name = found[1]
+        call = f'dl.check("lab{name}", result)'
+        assert f"lab{name}" in EXERCISES, f"stub {name} of {lab.name} has no check in dl.check"
+        assert "raise NotImplementedError" not in source(cell), (
+            f"stub {name} raises: leave result = ... and end with {call}")
+        assert "\nresult = ..." in source(cell) and source(cell).rstrip().endswith(call), (
+            f"stub {name} must set result = ... and end with {call}")
+        assert "raises-exception" not in tags(cell), f"stub {name} runs without error: untag it"
+        assert "Not yet" in printed(cell), f"stub {name} does not show dl.check's 'Not yet'"
+        stubs[name] = cell
     assert stubs, f"{lab.name} has no 'Your turn' exercise stubs"
+    ids = {ex for ex in EXERCISES if ex.startswith(f"lab{number}.")}
+    assert {f"lab{name}" for name in stubs} == ids, (
+        f"dl.check knows {sorted(ids)}; {lab.name} has stubs {sorted(stubs)}")
     # an answer is the cell headed '# Your turn <id>:' and the code cells after it, up to the next
     answers: dict[str, list] = {}
     current = None
@@ -178,12 +202,14 @@ def test_every_lab_stub_is_answered_in_its_solution(lab):
             current.append(cell)
     for name in stubs:
         assert name in answers, f"stub '{name}' of {lab.name} has no answer in {solution.name}"
-        assert "raise NotImplementedError" not in source(answers[name][0]), (
-            f"the answer to '{name}' in {solution.name} is still a stub"
-        )
-        assert any(cell.get("outputs") for cell in answers[name]), (
-            f"the answer to '{name}' in {solution.name} shows no output: execute the notebook"
-        )
+        cells = answers[name]
+        assert "result = ..." not in source(cells[0]), (
+            f"the answer to '{name}' in {solution.name} is still a stub")
+        checked = [c for c in cells if f'dl.check("lab{name}"' in source(c)]
+        assert checked, f"the answer to '{name}' in {solution.name} does not call dl.check"
+        assert f"[lab{name}] Right:" in printed(checked[0]), (
+            f"the answer to '{name}' in {solution.name} does not show dl.check's 'Right': "
+            "execute the notebook, or the check rejects the solution's own answer")
 
 
 def test_readme_names_the_commands_that_ci_runs():

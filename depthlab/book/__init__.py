@@ -14,10 +14,11 @@ Nothing in the core imports this package.
 """
 
 from .claims import ConclusionFailed, conclusions
+from .exercises import check
 from .experiments import best_rates, rate_table, setup, steps_to
 from .report import geometric_mean, glue, markdown_table, significant
 from .twin import panel, scrubber
 
-__all__ = ["best_rates", "ConclusionFailed", "conclusions", "geometric_mean", "glue",
+__all__ = ["best_rates", "check", "ConclusionFailed", "conclusions", "geometric_mean", "glue",
            "markdown_table", "panel", "rate_table", "scrubber", "setup", "significant",
            "steps_to"]
