@@ -9,6 +9,8 @@
 #                thread counts and kernel sets (BENCH_ARGS="--matrix" for the whole matrix)
 #   make execute NB=chapters/01_depth_problem.ipynb   re-execute one notebook in place
 #   make nbval-strict   exact comparison, on the machine that re-executed the notebooks
+#   make assignments    the labs as Otter-Grader assignments in _build/assignments: student
+#                versions and autograders (instructors.md); make grade-check grades them all
 #   make lock    regenerate the pinned requirements*.txt from requirements*.in (needs the network)
 
 PYTHON ?= python3
@@ -28,11 +30,11 @@ EXACT_KERNELS := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2
 endif
 ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup book test unit learner nbval nbval-strict build browser bench lab execute \
-        execute-all lock clean
+.PHONY: help setup book test unit learner nbval nbval-strict build browser bench assignments \
+        grade-check lab execute execute-all lock clean
 
 help:
-	@sed -n '1,13p' Makefile
+	@sed -n '1,15p' Makefile
 
 # Create .venv if missing and install requirements.txt (the learner's set, with the CPU build of
 # torch on Linux without CUDA) and requirements-dev.txt (book build, tests, linters), only when
@@ -100,6 +102,21 @@ browser: setup
 # BENCH_ARGS="--device cuda" measures a GPU. See tools/bench.py.
 bench: setup
 	$(BIN)/python tools/bench.py $(BENCH_ARGS)
+
+# The labs as Otter-Grader assignments (the page instructors.md): for each lab, from the lab, its
+# solutions notebook and the dl.check checks, Otter's master notebook, the student version
+# (answers removed) and the autograder, in _build/assignments/<lab>/ (LABS="lab1 lab3" for some).
+# grade-check runs the autograder (otter run, no Docker) on every lab's solutions (full marks)
+# and on its blank student version (no marks, the checks' verdicts shown), each executed top to
+# bottom as Otter grades a submission: minutes per lab. tests/test_assignments.py, in `make
+# test`, proves the same for Lab 1 in seconds.
+LABS ?=
+assignments: setup
+	$(BIN)/python tools/assignments.py build $(LABS)
+
+grade-check: setup
+	$(NBVAL_ENV) $(BIN)/python tools/assignments.py build $(LABS)
+	$(NBVAL_ENV) $(BIN)/python tools/assignments.py grade-check $(LABS)
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=.
