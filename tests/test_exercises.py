@@ -314,6 +314,10 @@ def _lab1_3_mistakes():
     pre = sol["pre"]
     return [("ratio upside down", {k: [1 / x for x in v] for k, v in sol.items()}),
             ("labels swapped", swap_lists(sol, "none", "pre")),
+            ("seed loop reuses one model", {k: [v[0]] * 3 for k, v in sol.items()}),
+            # a learner's try: divided by the RMS of x_0 (seeds 0-2, one thread)
+            ("ratio to x_0", {"none": [r * 2 ** 0.5 for r in sol["none"]],
+                              "pre": [13.3, 9.6, 13.8]}),
             ("residual forgotten or alpha scaled", {"none": PLAIN_HE_RATIOS[:3], "pre": pre}),
             ("default init", {"none": DEFAULT_INIT_RATIOS[:3], "pre": pre})]
 
