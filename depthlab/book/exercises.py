@@ -170,6 +170,11 @@ def _tuple_key(key: Any, n: int, what: str) -> tuple:
     return key
 
 
+def _unmet(conditions: list[tuple[bool, str]]) -> list[str]:
+    """The message of every (condition, message) pair whose condition fails."""
+    return [message for ok, message in conditions if not ok]
+
+
 def _geo(values: np.ndarray) -> float:
     return float(np.exp(np.mean(np.log(values))))
 
@@ -350,7 +355,7 @@ _register(Exercise(
     # 0.02-0.5, alpha = 1/sqrt(L) 1.4-2.0. A learner's try divided by the RMS of x_0 (the
     # stream before block 1, which the lab's own activation_rms helper lists first): pre-norm
     # 9.6-13.8 on seeds 0-2, about twice the ratio to x_1; hence the upper bound of 9.
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (1.25 <= _block_factor(r["none"]) <= 1.45,
          "Without normalization the stream should grow by about sqrt(2) per block (the "
          "mean-square law); yours grows at a different rate."),
@@ -359,7 +364,7 @@ _register(Exercise(
          "a few times (between 2 and 9 times) the RMS at layer 1; yours is outside that."),
         (np.all(r["pre"] < r["none"]),
          "Pre-norm's stream should grow far less than the unnormalized one on every seed."),
-    ] if not ok],
+    ]),
     accepts=("without normalization a growth of 1.25 to 1.45 per block (about sqrt 2; "
              "geometric mean of the seeds), with pre-norm RMS(x_50)/RMS(x_1) between 2 and 9 "
              "on every seed"),
@@ -415,14 +420,14 @@ _register(Exercise(
     # Ranges: the solution's 1.4 claims (s14_*): every seed below 0.1 at 1e-3 (worst 0.0026),
     # the median seed above 0.1 from 1e-2 on (medians 0.39 and more, 150 steps); a NaN counts
     # as broken. Any budget from the solution's 150 steps to the lab's 300 passes.
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (np.all(r[1e-3] < 0.1),
          "At 1e-3 the pre-norm residual network should fit every seed (final loss below "
          "0.1); some seed of yours does not."),
         (all(_median_nan_fail(r[lr], LN2) > 0.1 for lr in (1e-2, 1e-1)),
          "From 1e-2 on the median seed should fail to fit (final loss above 0.1); yours fits "
          "at one of these rates."),
-    ] if not ok],
+    ]),
     accepts=("every seed below a loss of 0.1 at 1e-3, the median seed above 0.1 at 1e-2 and "
              "at 1e-1 (a NaN counts as broken)"),
     mistakes=[
@@ -542,7 +547,7 @@ _register(Exercise(
     # 20-layer network at 0.1 within 0.05 of ln 10 or above (or NaN); at its best rate (lowest
     # median) the 20-layer median is between 1 and ln 10 - 0.5 (1.42 in the solution) and
     # above the 8-layer one's (0.50).
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (np.all(np.nan_to_num(r[20, 0.1], nan=np.inf) > LN10 - 0.05),
          "At the lab's rate, 0.1, every 20-layer network without BatchNorm should end at the "
          "chance loss, ln 10 (or diverge); some of yours end below it."),
@@ -552,7 +557,7 @@ _register(Exercise(
         (_best_median_21(r, 20) > _best_median_21(r, 8),
          "At each depth's best rate the 20-layer networks should end above the 8-layer ones; "
          "yours do not."),
-    ] if not ok],
+    ]),
     accepts=("the 20-layer networks at chance (within 0.05 of ln 10, or diverged) at 0.1 on "
              "every seed; at their best rate a median loss between 1 and ln 10 - 0.5, above "
              "the 8-layer networks' median at their best rate"),
@@ -599,14 +604,14 @@ _register(Exercise(
     # that every 20-layer network ends above every 8-layer one (held at seeds 0-4); the lab's
     # 400-step losses are 0.08-0.17 (8) and 0.50-0.81 (20): after 1,200 steps the 20-layer
     # losses must be below 0.3 and the 8-layer ones below 0.06.
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (r[20].min() > r[8].max(),
          "Every 20-layer network should still end above every 8-layer one: degradation "
          "survives the longer budget. Yours overlap."),
         (np.all(r[8] < 0.06) and np.all(r[20] < 0.3),
          "Three times the budget should bring both depths far below their 400-step losses; "
          "yours are too high for 1,200 steps."),
-    ] if not ok],
+    ]),
     accepts=("every 20-layer loss above every 8-layer loss, the 8-layer losses below 0.06 and "
              "the 20-layer ones below 0.3 (far below their 400-step values)"),
     mistakes=[
@@ -662,7 +667,7 @@ _register(Exercise(
     # seeds 1.33-1.90; 0.1: typical 1.07 at 16, 3.37 at 256, at least 2.65) and its claims
     # (typical growth at 256 within 1.5x of 16; 0.1 above 2 at 256 on every seed), which held
     # at seeds 0-6; typical growth with 1/sqrt(L) widened to 1.2-2.4.
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (all(1.2 <= _typ(r, d, "sqrt") <= 2.4 for d in (16, 64, 256)),
          "With alpha = 1/sqrt(L) the typical growth (geometric mean of the seeds) should be "
          "near sqrt(e), about 1.65, at every depth; yours is outside 1.2 to 2.4 somewhere."),
@@ -672,7 +677,7 @@ _register(Exercise(
         (np.all(r[256, "fixed"] > 2) and _typ(r, 16, "fixed") < 1.3,
          "With alpha = 0.1 the growth should follow (1.01)**(L/2): near 1 at 16 blocks and "
          "above 2 at 256 on every seed; yours does not."),
-    ] if not ok],
+    ]),
     accepts=("with 1/sqrt(L) a typical growth of 1.2 to 2.4 at each depth that does not rise "
              "1.5-fold from 16 to 256 blocks; with 0.1 below 1.3 (typical) at 16 blocks and "
              "above 2 on every seed at 256"),
@@ -747,7 +752,7 @@ _register(Exercise(
     # Ranges: the solution's 3.2 claims (after a trial on seeds 0-6, and at DEPTHLAB_SEED
     # 1-4): at 3e-3 matched gain's median above ln 2 / 2 (0.69), matched step's below 3/4 of
     # it (ratio 0.18); matched gain's best rate below 3e-3 (3e-4).
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (_med_32(r, "gain", 3e-3) > LN2 / 2,
          "At 3e-3 the matched-gain network's median seed should end near the coin flip, "
          "ln 2; yours ends well below it."),
@@ -757,7 +762,7 @@ _register(Exercise(
         (_best_lr_32(r, "gain") < 3e-3,
          "Matched gain's best rate (lowest median final loss) should be below 3e-3; yours is "
          "not."),
-    ] if not ok],
+    ]),
     accepts=("at 3e-3 matched gain's median loss above ln 2 / 2 and matched step's under "
              "three quarters of it; matched gain's best rate (lowest median final loss) "
              "below 3e-3"),
@@ -793,14 +798,14 @@ _register(Exercise(
     # Ranges: the solution's claims, which held at seeds 0-4 on one thread and 0-2 with the
     # portable kernels: without warm-up every seed within 0.1 of ln 16 (2.73-2.78); with 30
     # and 60 steps every seed below 2.0 (1.23-1.55). Ten steps depend on the seed: not checked.
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (np.all(r[0] > LN16 - 0.15),
          "Without warm-up Post-LN at 1e-2 should fail on every seed (loss within about 0.1 "
          "of ln 16); some seed of yours learns."),
         (np.all(r[30] < 2.0) and np.all(r[60] < 2.0),
          "With 30 or 60 warm-up steps every seed should learn (loss below 2.0 after 250 "
          "steps); some seed of yours does not."),
-    ] if not ok],
+    ]),
     accepts=("no warm-up: every seed within 0.15 of ln 16; 30 and 60 warm-up steps: every "
              "seed below 2.0 after 250 steps (10 steps, which depends on the seed, is not "
              "checked)"),
@@ -838,7 +843,7 @@ _register(Exercise(
     # Ranges: the solution's run (0.75-0.91 either way) and its claim that the median
     # difference (none minus warm-up) is below 0.05 (-0.06; held at seeds 0-4); losses of
     # both arms widened to 0.5-1.3.
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (np.all((r["none"] > 0.5) & (r["none"] < 1.3))
          and np.all((r["warmup"] > 0.5) & (r["warmup"] < 1.3)),
          "At 2e-3 both arms should learn well within 250 steps (losses between 0.5 and "
@@ -846,7 +851,7 @@ _register(Exercise(
         (float(np.median(r["none"] - r["warmup"])) < 0.05,
          "At this rate the warm-up should not help (median difference without minus with "
          "warm-up below 0.05); yours puts it ahead."),
-    ] if not ok],
+    ]),
     accepts=("both arms between 0.5 and 1.3 after 250 steps on every seed, and the warm-up "
              "not ahead: the median of (none minus warm-up) below 0.05"),
     mistakes=[
@@ -892,14 +897,14 @@ _register(Exercise(
     # its best rate, 0.64-0.69 taking the smaller of its two near-tied best rates; deleting
     # block 1 costs 0.49 to 0.77) and its claims (raw costlier seed by seed; the stem's median
     # deletion under 0.05); widened to below 0.3 with the stem and above 0.35 raw.
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (np.all(r["stem"] < 0.3),
          "With the stem no single deletion should be costly (worst cost below 0.3); yours "
          "is higher on some seed."),
         (np.all(r["raw"] > 0.35) and np.all(r["raw"] > r["stem"]),
          "On the raw points deleting one of the first blocks should be ruinous (worst cost "
          "above 0.35, and above the stem's on every seed); yours is lower."),
-    ] if not ok],
+    ]),
     accepts=("a worst single-deletion cost below 0.3 with the stem and above 0.35 (and above "
              "the stem's, seed by seed) on the raw points"),
     mistakes=[
@@ -925,7 +930,7 @@ _register(Exercise(
     # by projection shares; claims: longer after training on every seed, 90% of the gradient
     # below L/2 = 12). Weighting by the norms ||G_k|| instead gives other digits, so the
     # ranges are wide: 0.05-3 before, longer after on every seed, and below 12.
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (np.all((r["before"] > 0.05) & (r["before"] < 3)),
          "Before training the mean path length should be short (under 3 blocks: most of the "
          "gradient takes the shortcut); yours is outside that."),
@@ -934,7 +939,7 @@ _register(Exercise(
         (np.all(r["after"] < 12),
          "Even after training the mean path length stays far below the 12 blocks of a "
          "typical path; yours does not."),
-    ] if not ok],
+    ]),
     accepts=("a mean path length between 0.05 and 3 before training, longer after training "
              "on every seed, and below 12 (L/2)"),
     mistakes=[
@@ -974,7 +979,7 @@ _register(Exercise(
     # Ranges: the solution's 5.3 run (one swap 0.86-0.91; ten swaps 0.49-0.53; largest drop
     # from one k to the next 0.105) and its claims (largest drop below 0.15, one swap above
     # 0.4), widened: drop below 0.2, one swap above 0.4, ten swaps below one swap.
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (np.all(r[1] > 0.4),
          "One swap should not be fatal (mean accuracy well above chance, 0.2); yours is "
          "near chance on some seed."),
@@ -983,7 +988,7 @@ _register(Exercise(
         (_steps_53(r).max() < 0.2,
          "The decline should be gradual, without a cliff: no extra swapped pair should cost "
          "more than 0.2 on average; yours has a larger step."),
-    ] if not ok],
+    ]),
     accepts=("mean accuracy above 0.4 after one swap on every seed, lower after ten swaps, "
              "and no step from k to k + 1 costing more than 0.2"),
     mistakes=[
@@ -1042,7 +1047,7 @@ _register(Exercise(
     # one CPU thread: at 300 steps Pre-LN and Pre-RMSNorm at 3e-3 and DeepNorm at 1e-3 train
     # (>= 0.8) on every seed; Pre-LN at 1e-3 is short of training and above chance (0.34-0.43).
     # At 150 steps (the lab) these cells score 0.38-0.56 (medians).
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (all(np.all(_get_6(r, a, lr) >= TRAINS)
              for a, lr in (("preln", 3e-3), ("rmsnorm", 3e-3), ("deepnorm", 1e-3))),
          "With 300 steps Pre-LN and Pre-RMSNorm at 3e-3 and DeepNorm at 1e-3 should train "
@@ -1051,7 +1056,7 @@ _register(Exercise(
          or np.all((_get_6(r, "preln", 1e-3) > STUCK) & (_get_6(r, "preln", 1e-3) < TRAINS)),
          "Pre-LN at 1e-3 should still be slow at 300 steps: above chance (2/16) but short of "
          "0.8; yours is not."),
-    ] if not ok],
+    ]),
     accepts=("at 300 steps Pre-LN and Pre-RMSNorm at 3e-3 and DeepNorm at 1e-3 at 0.8 or "
              "more on every seed; Pre-LN at 1e-3, if given, between 2/16 and 0.8"),
     mistakes=[
@@ -1072,14 +1077,14 @@ _register(Exercise(
     # Ranges: the solution's claims, written before the data and held at lab seeds 0-14 (a
     # GPU trial) and 0-4 (one CPU thread): no run trains (all below 0.8; best 0.12) and from
     # 3e-3 up every run stays below 2/16 (narrowest: 0.104).
-    problems=lambda r: [m for ok, m in [
+    problems=lambda r: _unmet([
         (all(np.all(v < TRAINS) for v in r.values()),
          "With a warm-up Post-LN should still train at no rate (token accuracy below 0.8); "
          "some of your runs train."),
         (all(np.all(v < STUCK) for lr, v in r.items() if lr >= 3e-3 - 1e-12),
          "From 3e-3 up Post-LN should stay at chance (below 2/16) even with the warm-up; "
          "some of your runs are above it."),
-    ] if not ok],
+    ]),
     accepts="no run at 0.8 or more, and every run from 3e-3 up below 2/16 (chance)",
     mistakes=[
         Mistake("not Post-LN", lambda r: any(np.median(v) >= TRAINS for v in r.values()),
