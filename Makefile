@@ -63,14 +63,17 @@ learner: setup
 # nbval, portable: every notebook is re-executed top to bottom, every check it makes
 # (depthlab.conclusions) must hold, and its outputs are compared with the committed ones after
 # tests/nbval/portable.cfg has masked what differs from machine to machine (numbers and other
-# values that come out of a run, column widths). Two notebooks at a time, one per core, each
-# kernel on one thread; the slowest notebooks start first (tests/nbval/order.py).
-NBVAL_WORKERS ?= 2
+# values that come out of a run, column widths). One notebook per core (at most 8: each kernel
+# takes up to about 1 GB), each kernel on one thread; the slowest notebooks start first
+# (tests/nbval/order.py), and a kernel that dies while starting (a port taken by another at the
+# same moment) is started again (tests/nbval/kernels.py).
+CORES := $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2); [ "$$n" -gt 8 ] && n=8; echo $$n)
+NBVAL_WORKERS ?= $(CORES)
 DEPTHLAB_DEVICE ?= cpu
 NBVAL := $(BIN)/python -m pytest --nbval --nbval-kernel-name python3 --nbval-cell-timeout 600 -q
 NBVAL_ENV := $(ONE_THREAD) DEPTHLAB_DEVICE=$(DEPTHLAB_DEVICE) DEPTHLAB_SEED=0
 nbval: setup
-	$(NBVAL_ENV) PYTHONPATH=tests/nbval $(NBVAL) -p order \
+	$(NBVAL_ENV) PYTHONPATH=tests/nbval $(NBVAL) -p order -p kernels \
 	  --nbval-sanitize-with tests/nbval/portable.cfg -n $(NBVAL_WORKERS) --dist loadfile \
 	  $(NOTEBOOK_DIRS)
 
@@ -78,7 +81,7 @@ nbval: setup
 # re-executed the notebooks (`make execute-all`; the Running page says which machine stored
 # each notebook): it catches any change at all, including in numbers. Not part of `make test`.
 nbval-strict: setup
-	$(EXACT_KERNELS) $(ONE_THREAD) DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 PYTHONPATH=tests/nbval $(NBVAL) -p order \
+	$(EXACT_KERNELS) $(ONE_THREAD) DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 PYTHONPATH=tests/nbval $(NBVAL) -p order -p kernels \
 	  -n $(NBVAL_WORKERS) --dist loadfile $(NOTEBOOK_DIRS)
 
 # Strict build: any Sphinx warning (or nitpicky reference problem) fails it.
@@ -87,9 +90,10 @@ build: setup
 	$(BIN)/jupyter-book build . -W -n --keep-going --quiet
 
 # The built site in headless Chromium, offline (skipped with a message when no browser is found;
-# tests/browser/sitekit.py says where it looks), one page load per page and theme, two at a time.
+# tests/browser/sitekit.py says where it looks), one page load per page and theme, one browser per
+# core (at most 8).
 # Screenshots of every page, light and dark, land in _build/screenshots/.
-BROWSER_WORKERS ?= 2
+BROWSER_WORKERS ?= $(CORES)
 browser: setup
 	@test -f _build/html/index.html || $(MAKE) --no-print-directory build
 	$(BIN)/python -m pytest tests/browser -q -rs -n $(BROWSER_WORKERS)

@@ -41,6 +41,11 @@ CELLS = {
               'best else ""\n    print(f"{row[0]:<10}{bold + row[1] + bold:>12}{row[2]:>8}")'),
     "glue": 'glue("best", "learned alpha", display=False)\nglue("loss", round(loss, 2), '
             "display=False)",
+    # a NumPy array, printed: [0.1  0.25 0.3 ] on one machine, [0.1 0.5 0.3] on another
+    "array": "import numpy as np\nprint(np.array([0.1, 0.25, 0.3]))",
+    # steps to a target, and the rate that reached it first; "never" when none did
+    "reached": ('steps=None\nprint("pre-LN:", "never" if steps is None else f"{steps} (lr 0.003)"'
+                ', "steps to 0.1")'),
 }
 CHECK = 'import depthlab as dl\ndl.conclusions({"loss_is_small": (loss, "<", 0.5)})'
 
@@ -92,6 +97,12 @@ CASES = {
     "other_glued_words": (lambda ref: variant(
         ref, "glue", 'glue("best", "ReZero", display=False)\n'
                      'glue("loss", 0.03, display=False)'), True),
+    # NumPy pads an array's numbers to the widest one, inside the brackets too
+    "other_array_padding": (lambda ref: variant(
+        ref, "array", CELLS["array"].replace("0.25", "0.5")), True),
+    # a target one machine reaches (at some rate) and another does not
+    "other_target_reached": (lambda ref: variant(
+        ref, "reached", CELLS["reached"].replace("steps=None", "steps=60")), True),
     "other_best_rate": (lambda ref: variant(
         ref, "table", CELLS["table"].replace('best = "plain"', 'best = "residual"')), True),
     "changed_sentence": (lambda ref: variant(
