@@ -37,7 +37,6 @@ import copy
 import io
 import json
 import math
-import os
 import re
 import shutil
 import sys
@@ -83,17 +82,9 @@ def _raw_cell(source: str) -> nbformat.NotebookNode:
 
 # --------------------------------------------------------------------- reading the notebooks
 
-def load_stubs(path: str | os.PathLike | None) -> dict:
-    """Stubs and result lines for labs whose notebooks do not hold them yet (a JSON file keyed
-    by exercise id with ``stub``, ``solution_cell_first_line`` and ``solution_append``)."""
-    if not path:
-        return {}
-    return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
-def lab_stubs(lab_nb, stubs: dict) -> dict[str, tuple[int, str]]:
-    """The lab's "Your turn" cells: exercise id -> (cell index, stub source). The stub is the
-    cell itself when it already calls ``dl.check``, else the one in ``stubs``."""
+def lab_stubs(lab_nb) -> dict[str, tuple[int, str]]:
+    """The lab's "Your turn" cells: exercise id -> (cell index, stub source); each must call
+    ``dl.check``."""
     found = {}
     for i, cell in enumerate(lab_nb.cells):
         m = FIRST_LINE.match(_src(cell)) if cell.cell_type == "code" else None
@@ -102,9 +93,7 @@ def lab_stubs(lab_nb, stubs: dict) -> dict[str, tuple[int, str]]:
         ex = f"lab{m[1]}.{m[2]}"
         source = _src(cell)
         if not CHECK_CALL.search(source):
-            if ex not in stubs:
-                raise AssignmentError(f"{ex}: the lab's cell has no dl.check stub and none was given")
-            source = stubs[ex]["stub"]
+            raise AssignmentError(f"{ex}: the lab's cell has no dl.check stub")
         found[ex] = (i, source.rstrip("\n"))
     return found
 
@@ -126,27 +115,17 @@ def answer_groups(sol_nb) -> dict[str, list[int]]:
     return groups
 
 
-def with_result_lines(sol_nb, stubs: dict) -> tuple[nbformat.NotebookNode, dict[str, int]]:
-    """A copy of the solutions notebook in which each answer ends by putting its result into
-    ``result`` and calling ``dl.check``; exercise id -> the index of that cell."""
-    nb = copy.deepcopy(sol_nb)
+def check_cells(sol_nb) -> dict[str, int]:
+    """Where each answer of the solutions notebook puts its result into ``result`` and calls
+    ``dl.check``: exercise id -> the index of that cell (the last, if several)."""
     where = {}
-    for ex, idx in answer_groups(nb).items():
+    for ex, idx in answer_groups(sol_nb).items():
         have = [i for i in idx if re.search(rf"""dl\.check\(\s*["']{re.escape(ex)}["']""",
-                                            _src(nb.cells[i]))]
-        if have:
-            where[ex] = have[-1]
-            continue
-        if ex not in stubs:
-            raise AssignmentError(f"{ex}: the solutions notebook has no result lines and none given")
-        first = stubs[ex]["solution_cell_first_line"]
-        target = [i for i in idx if _src(nb.cells[i]).splitlines()[0] == first]
-        if len(target) != 1:
-            raise AssignmentError(f"{ex}: no single answer cell starts with {first!r}")
-        cell = nb.cells[target[0]]
-        cell.source = _src(cell).rstrip("\n") + "\n" + stubs[ex]["solution_append"].rstrip("\n")
-        where[ex] = target[0]
-    return nb, where
+                                            _src(sol_nb.cells[i]))]
+        if not have:
+            raise AssignmentError(f"{ex}: the solutions notebook's answer calls no dl.check")
+        where[ex] = have[-1]
+    return where
 
 
 # ------------------------------------------------------------------------ the master notebook
@@ -205,12 +184,12 @@ def question_cell(ex: str, stub: str, answer: list[str]) -> str:
                      + stub_lines[at + 1:])
 
 
-def master_notebook(lab: str, stubs: dict) -> nbformat.NotebookNode:
+def master_notebook(lab: str) -> nbformat.NotebookNode:
     lab_nb = nbformat.read(ROOT / "labs" / f"{lab}.ipynb", as_version=4)
-    sol_nb, _ = with_result_lines(
-        nbformat.read(ROOT / "solutions" / f"{lab}_solutions.ipynb", as_version=4), stubs)
+    sol_nb = nbformat.read(ROOT / "solutions" / f"{lab}_solutions.ipynb", as_version=4)
+    check_cells(sol_nb)
     groups = answer_groups(sol_nb)
-    questions = lab_stubs(lab_nb, stubs)
+    questions = lab_stubs(lab_nb)
     missing = sorted(set(questions) ^ set(groups))
     if missing:
         raise AssignmentError(f"{lab}: exercises without a stub or an answer: {missing}")
@@ -256,7 +235,7 @@ def requirements_file() -> Path:
     return path
 
 
-def build(lab: str, stubs: dict) -> Path:
+def build(lab: str) -> Path:
     """Master, student version, autograder and reference submission of one lab."""
     from otter.assign import main as otter_assign
 
@@ -265,7 +244,7 @@ def build(lab: str, stubs: dict) -> Path:
     (base / "source").mkdir(parents=True)
     requirements_file()
     master = base / "source" / f"{lab}.ipynb"
-    nbformat.write(master_notebook(lab, stubs), master)
+    nbformat.write(master_notebook(lab), master)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         otter_assign(str(master), str(base / "dist"), no_pdfs=True, no_run_tests=True)
     for part in ("student", "autograder"):
@@ -275,9 +254,8 @@ def build(lab: str, stubs: dict) -> Path:
     zipped.rename(base / "autograder" / "autograder.zip")
     shutil.rmtree(base / "dist")
     # the reference submission: the solutions notebook, each answer's check cell marked
-    ref, where = with_result_lines(
-        nbformat.read(ROOT / "solutions" / f"{lab}_solutions.ipynb", as_version=4), stubs)
-    for ex, i in where.items():
+    ref = nbformat.read(ROOT / "solutions" / f"{lab}_solutions.ipynb", as_version=4)
+    for ex, i in check_cells(ref).items():
         ref.cells[i].metadata["otter"] = {"tests": [question_name(ex)]}
     (base / "reference").mkdir()
     nbformat.write(ref, base / "reference" / f"{lab}.ipynb")
@@ -381,22 +359,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["build", "grade-check"])
     parser.add_argument("labs", nargs="*", help="lab name prefixes (default: every lab)")
-    parser.add_argument("--stubs", default=os.environ.get("ASSIGNMENT_STUBS"),
-                        help="JSON of stubs and result lines for labs that lack them")
     args = parser.parse_args(argv)
     labs = [lab for lab in LABS if not args.labs or any(lab.startswith(p) for p in args.labs)]
-    stubs = load_stubs(args.stubs)
     try:
         if args.command == "build":
             for lab in labs:
-                base = build(lab, stubs)
+                base = build(lab)
                 print(f">> {lab}: {base.relative_to(ROOT)}/"
                       "{source,student,autograder,reference}")
             return 0
         problems = []
         for lab in labs:
             if not (OUT / lab / "autograder" / "autograder.zip").exists():
-                build(lab, stubs)
+                build(lab)
             problems += grade_check(lab)
     except AssignmentError as error:
         print(f"!! {error}", file=sys.stderr)
