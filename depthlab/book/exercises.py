@@ -417,19 +417,21 @@ _register(Exercise(
     "lab1.4", "find the learning rate at which the residual net breaks",
     form="result = {lr: [final training loss, one per seed]} for lr in (1e-3, 1e-2, 1e-1)",
     parse=lambda r: _parse_rates(r, [1e-3, 1e-2, 1e-1], nan=True, bounds=(0, math.inf)),
-    # Ranges: the solution's 1.4 claims (s14_*): every seed below 0.1 at 1e-3 (worst 0.0026),
-    # the median seed above 0.1 from 1e-2 on (medians 0.39 and more, 150 steps); a NaN counts
-    # as broken. Any budget from the solution's 150 steps to the lab's 300 passes.
+    # Ranges: the solution's 1.4 claims (s14_*): the median seed below 0.1 at 1e-3 (every
+    # seed on the AVX2 kernels, worst 0.0026; with the portable kernels one seed ended at 0.14
+    # after a late spike), the median seed above 0.1 from 1e-2 on (medians 0.39 and more, 150
+    # steps); a NaN counts as broken. Any budget from the solution's 150 steps to the lab's 300
+    # passes.
     problems=lambda r: _unmet([
-        (np.all(r[1e-3] < 0.1),
-         "At 1e-3 the pre-norm residual network should fit every seed (final loss below "
-         "0.1); some seed of yours does not."),
+        (np.median(r[1e-3]) < 0.1,
+         "At 1e-3 the pre-norm residual network should fit on the median seed (final loss "
+         "below 0.1); yours does not."),
         (all(_median_nan_fail(r[lr], LN2) > 0.1 for lr in (1e-2, 1e-1)),
          "From 1e-2 on the median seed should fail to fit (final loss above 0.1); yours fits "
          "at one of these rates."),
     ]),
-    accepts=("every seed below a loss of 0.1 at 1e-3, the median seed above 0.1 at 1e-2 and "
-             "at 1e-1 (a NaN counts as broken)"),
+    accepts=("the median seed below a loss of 0.1 at 1e-3, the median seed above 0.1 at 1e-2 "
+             "and at 1e-1 (a NaN counts as broken)"),
     mistakes=[
         Mistake("one rate for all",
                 lambda r: np.allclose(r[1e-3], r[1e-2], equal_nan=True)
