@@ -342,10 +342,14 @@ def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
 @torch.no_grad()
 def evaluate_loss(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
     """Mean cross-entropy of ``model`` on ``(X, y)`` (evaluated in one batch, in eval mode; the
-    model keeps the mode it had).
+    model keeps the mode it had). For a sequence model (logits ``(n, length, vocab)``, targets
+    ``(n, length)``) the mean runs over every position. NaN for a diverged model.
 
-    Introduced in Lab 1 (labs/lab1_fifty_layers).
+    Introduced in Lab 1 (labs/lab1_fifty_layers); Lab 6 uses it on sequences.
     """
     device = next(model.parameters()).device
     with _evaluating(model):
-        return nn.functional.cross_entropy(model(X.to(device)), y.to(device)).item()
+        logits = model(X.to(device))
+    if logits.dim() == 3:  # (n, length, vocab): one prediction per position
+        logits = logits.flatten(0, 1)
+    return nn.functional.cross_entropy(logits, y.to(device).flatten()).item()

@@ -80,6 +80,29 @@ def test_a_run_over_some_notebooks_replaces_only_theirs(tmp_path):
     assert merged["configs"] == ["1 thread", "2 threads, default kernels"]
 
 
+def test_a_timed_pass_alone_keeps_the_earlier_runs_of_the_checks_it_still_makes():
+    lab = "labs/lab1_fifty_layers.ipynb"
+    old = dict(rows=[dict(path=lab, seconds=50)],
+               runs=[dict(run(0, "learner", a=record(0.2, "<", 0.5), b=record(3, ">", 1)),
+                          path=lab),
+                     dict(run(1, "1 thread", a=record(0.3, "<", 0.5), b=record(2, ">", 1),
+                              c=record(9, ">", 1)), path=lab)],
+               configs=["1 thread"], seeds=[1])
+    # the notebook now checks a with the same threshold, b with another, and c no more
+    new = dict(rows=[dict(path=lab, seconds=40)],
+               runs=[dict(run(0, "learner", a=record(0.1, "<", 0.5), b=record(3, ">", 2)),
+                          path=lab)],
+               configs=[], seeds=[], machine={}, device="cpu")
+    merged = bench.merge(old, new, keep_unchanged_checks=True)
+    by_run = {(r["seed"], r["config"]): r["checks"] for r in merged["runs"]}
+    assert set(by_run) == {(0, "learner"), (1, "1 thread")}
+    assert by_run[(0, "learner")]["a"]["measured"] == 0.1  # the fresh timed run, not the old
+    assert set(by_run[(1, "1 thread")]) == {"a"}
+    assert merged["seeds"] == [1] and merged["configs"] == ["1 thread"]
+    # without the option, a measured notebook loses every earlier run
+    assert {(r["seed"], r["config"]) for r in bench.merge(old, new)["runs"]} == {(0, "learner")}
+
+
 def test_the_training_meter_times_each_outermost_training_call_once():
     X, y = dl.two_spirals(64, seed=0)
     runs = []

@@ -54,6 +54,43 @@ def test_the_rate_table_shows_the_sweep_and_flags_a_best_rate_at_the_edge():
     assert "| b | never | never | **61** | 0.1 (at the edge of the sweep) |" in text
 
 
+def test_a_tie_is_broken_by_the_second_score_then_by_the_smaller_rate():
+    # "c" reaches the target at no rate: every median is "never"
+    steps = {("c", lr, s): math.inf for lr in (1e-3, 1e-2, 1e-1) for s in range(3)}
+    final = {("c", lr, s): {1e-3: 0.6, 1e-2: 0.3, 1e-1: 0.5}[lr] for (_, lr, s) in steps}
+    assert dl.best_rates(steps)["c"]["lr"] == 1e-3  # no tie-break: the smaller rate
+    best = dl.best_rates(steps, tie_break=final)["c"]
+    assert best["lr"] == 1e-2 and best["median"] == math.inf
+    # accuracies at 1.00 at two rates: the lower held-out loss wins, not the smaller rate
+    acc = {("p", lr, s): {1e-3: 0.9, 1e-2: 1.0, 3e-2: 1.0}[lr] for lr in (1e-3, 1e-2, 3e-2)
+           for s in range(3)}
+    loss = {("p", lr, s): {1e-3: 0.4, 1e-2: 0.05, 3e-2: 0.01}[lr] for (_, lr, s) in acc}
+    assert dl.best_rates(acc, better="higher")["p"]["lr"] == 1e-2
+    assert dl.best_rates(acc, better="higher", tie_break=loss)["p"]["lr"] == 3e-2
+    # the tie-break never overrides a better median
+    assert dl.best_rates(acc, better="higher", tie_break=loss,
+                         tie_better="higher")["p"]["lr"] == 1e-2
+    with pytest.raises(ValueError, match="tie_break must score the same"):
+        dl.best_rates(acc, tie_break={("p", 1e-3, 0): 1.0})
+    with pytest.raises(ValueError, match="tie_better must be one of"):
+        dl.best_rates(acc, tie_break=loss, tie_better="best")
+
+
+def test_a_nan_median_is_never_the_best_rate():
+    scores = {("a", 1e-3, 0): math.nan, ("a", 1e-2, 0): 0.5}
+    assert dl.best_rates(scores)["a"]["lr"] == 1e-2
+    assert dl.best_rates(scores, better="higher")["a"]["lr"] == 1e-2
+
+
+def test_an_arm_that_no_rate_scored_has_no_bold_cell():
+    steps = {("c", lr, s): math.inf for lr in (1e-3, 1e-2) for s in range(3)}
+    final = {("c", lr, s): {1e-3: 0.6, 1e-2: 0.3}[lr] for (_, lr, s) in steps}
+    assert "| c | never | never | none scored |" in dl.rate_table(steps).data
+    text = dl.rate_table(steps, tie_break=final).data
+    assert "**" not in text
+    assert "| c | never | never | none scored; by the tie-break 0.01 (at the edge of the sweep) |" in text
+
+
 @pytest.mark.parametrize("scores, message", [
     ({}, "non-empty dict"),
     ({("a", 1e-3): 1.0}, "tuple \\(arm, lr, seed\\)"),

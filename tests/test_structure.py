@@ -308,3 +308,30 @@ def test_markdown_outputs_carry_no_dollar_math(path):
             text = "".join(output.get("data", {}).get("text/markdown", ""))
             problems += [f"cell {index}: {m}" for m in re.findall(r"\$[^$\n]+\$", text)]
     assert not problems, f"{path.name} shows unrendered math: " + ", ".join(problems[:3])
+
+
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_no_glued_value_inside_math(path):
+    # a {glue:text} role inside $...$ is never filled in: MathJax prints the role's own text
+    problems = []
+    for index, cell in enumerate(load(path)["cells"]):
+        if cell["cell_type"] == "markdown":
+            problems += [f"cell {index}: {m[:60]}" for m in MATH.findall(source(cell))
+                         if "{glue" in m]
+    assert not problems, (f"{path.name} glues inside math (glue outside it, or glue a formatted "
+                          "string): " + ", ".join(problems[:3]))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_bookkeeping_cells_are_folded_in_jupyter_too(path):
+    # remove-cell hides a glue cell on the site only; in JupyterLab the cell's source is folded
+    # by jupyter.source_hidden, so that a learner reads the experiment, not the bookkeeping
+    open_ = [index for index, cell in enumerate(load(path)["cells"])
+             if cell["cell_type"] == "code"
+             and "remove-cell" in cell["metadata"].get("tags", [])
+             and "%pip" not in source(cell)  # the Colab install cell stays readable
+             and not cell["metadata"].get("jupyter", {}).get("source_hidden")]
+    assert not open_, f"{path.name}: remove-cell cells {open_} need jupyter.source_hidden"

@@ -371,6 +371,17 @@ def test_sequence_accuracy_counts_tokens_and_whole_sequences_in_eval_mode():
     assert not model.training
 
 
+def test_the_held_out_loss_of_a_sequence_model_averages_every_position():
+    model = dl.TinyTransformer(5, 3, depth=1, d_model=8, n_heads=2, seed=0)
+    X, Y = dl.sequence_task(6, length=3, vocab=5)
+    logits = model.eval()(X)
+    by_hand = float(sum(torch.nn.functional.cross_entropy(logits[i, t], Y[i, t])
+                        for i in range(6) for t in range(3)) / 18)
+    model.train()
+    assert dl.evaluate_loss(model, X, Y) == pytest.approx(by_hand, rel=1e-6)
+    assert model.training
+
+
 def test_mismatched_data_is_a_clear_error():
     X, Y = dl.sequence_task(16, length=4, vocab=5)
     model = dl.TinyTransformer(5, 4, 1, d_model=8, n_heads=2)

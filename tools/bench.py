@@ -612,14 +612,30 @@ def measure(only: list[str], seeds: list[int], configs: list[str], jobs: int = 2
     return dict(machine=here, device=name, rows=rows, runs=runs, seeds=seeds, configs=configs)
 
 
-def merge(old: dict | None, new: dict) -> dict:
+def merge(old: dict | None, new: dict, keep_unchanged_checks: bool = False) -> dict:
     """``new`` measurements over ``old`` ones: every notebook measured in ``new`` loses all it
-    had in ``old`` (it may have changed since); the other notebooks keep theirs."""
+    had in ``old`` (it may have changed since); the other notebooks keep theirs.
+
+    With ``keep_unchanged_checks`` (a timed pass alone, ``--timing-only``), a notebook's earlier
+    runs at other seeds and configurations stay, but only with the checks that its fresh run
+    still makes with the same operator and threshold: a check dropped or rewritten since is not
+    shown with values measured against another claim."""
     if not old:
         return new
     fresh = {e["path"] for e in new["rows"] + new["runs"]}
     rows = [r for r in old.get("rows", []) if r["path"] not in fresh] + new["rows"]
     runs = [r for r in old.get("runs", []) if r["path"] not in fresh] + new["runs"]
+    if keep_unchanged_checks:
+        claims = {(r["path"], name): (c["op"], c["threshold"])
+                  for r in new["runs"] for name, c in r.get("checks", {}).items()}
+        taken = {(r["path"], r["seed"], r["config"]) for r in new["runs"]}
+        for r in old.get("runs", []):
+            if r["path"] not in fresh or (r["path"], r["seed"], r["config"]) in taken:
+                continue
+            checks = {name: c for name, c in r.get("checks", {}).items()
+                      if claims.get((r["path"], name)) == (c["op"], c["threshold"])}
+            if checks:
+                runs.append(dict(r, checks=checks))
     order = {str(p.relative_to(ROOT)): k for k, p in enumerate(notebooks([]))}
     rows.sort(key=lambda r: order.get(r["path"], len(order)))
     configs = list(dict.fromkeys(old.get("configs", []) + new["configs"]))
@@ -659,6 +675,10 @@ def main(argv=None) -> int:
                              f"{ONE_THREAD!r} and {OTHER_KERNELS!r}")
     parser.add_argument("--no-timing", action="store_true",
                         help="skip the timed pass: only check the conclusions")
+    parser.add_argument("--timing-only", action="store_true",
+                        help="only the timed pass (seed 0, as a learner runs it); earlier runs "
+                             "at other seeds and configurations keep the checks that are "
+                             "unchanged")
     parser.add_argument("--jobs", type=int, default=2,
                         help="notebooks run at once in the one-thread runs (default 2)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
@@ -671,6 +691,8 @@ def main(argv=None) -> int:
         parser.error(f"--seeds must be at least 1, got {args.seeds}")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.timing_only and (args.no_timing or args.matrix):
+        parser.error("--timing-only runs the timed pass alone: not with --no-timing or --matrix")
     results_path = Path(args.results)
     if args.render_only:
         if not results_path.exists():
@@ -682,10 +704,12 @@ def main(argv=None) -> int:
         count = args.seeds if seeds_given or not args.matrix else 5
         seeds = list(range(args.first_seed, args.first_seed + count))
         configs = [ONE_THREAD, OTHER_KERNELS] if args.matrix else [ONE_THREAD]
+        if args.timing_only:
+            seeds, configs = [], []
         new = measure(args.only, seeds, configs, args.jobs, args.timeout,
                       timed=not args.no_timing)
         old = json.loads(results_path.read_text()) if results_path.exists() else None
-        results = merge(old, new)
+        results = merge(old, new, keep_unchanged_checks=args.timing_only)
         results_path.parent.mkdir(parents=True, exist_ok=True)
         results_path.write_text(json.dumps(results, separators=(",", ":")) + "\n")
         print(f"saved the measurements to {results_path}")

@@ -80,27 +80,47 @@ def _by_arm(scores: Mapping) -> dict:
     return table
 
 
-def best_rates(scores: Mapping, better: str = "lower") -> dict:
+def best_rates(scores: Mapping, better: str = "lower", tie_break: Mapping | None = None,
+               tie_better: str = "lower") -> dict:
     """Each arm's best learning rate in a sweep, by the median score over seeds.
 
     ``scores`` maps ``(arm, lr, seed)`` to a score (a final loss, steps to a target, ``inf`` for
     never: ``better="lower"``; an accuracy: ``better="higher"``). Returns
     ``{arm: {"lr": best rate, "median": its median score, "scores": the seeds' scores there}}``.
-    A tie in the median goes to the smaller rate. A best rate at either end of the swept range
-    means the sweep should be widened; :func:`rate_table` marks it.
+
+    Rates whose medians tie (an accuracy of 1.00 at several rates, or a target that no rate
+    reached, "never" everywhere) are told apart by ``tie_break``, a second score with the same
+    keys (for example the held-out loss, or the final loss when no rate reached the target),
+    better as ``tie_better`` says; a tie that remains goes to the smaller rate. A best rate at
+    either end of the swept range means the sweep should be widened; :func:`rate_table` marks it.
 
     Introduced in Lab 2 (labs/lab2_degradation).
     """
     choice("better", better, BETTER)
+    choice("tie_better", tie_better, BETTER)
+    second = _by_arm(tie_break) if tie_break is not None else None
     best = {}
     for arm, rates in _by_arm(scores).items():
-        def key(item):
-            median = float(np.median(item[1]))
-            return (median if better == "lower" else -median, item[0])
+        if second is not None and set(second.get(arm, {})) != set(rates):
+            raise ValueError(f"tie_break must score the same (arm, lr) pairs as scores; "
+                             f"arm {arm!r} differs")
+
+        def key(item, arm=arm):
+            lr, values = item
+            tie = float(np.median(second[arm][lr])) if second is not None else 0.0
+            return (_oriented(float(np.median(values)), better),
+                    _oriented(tie, tie_better), lr)
 
         lr, values = min(rates.items(), key=key)
         best[arm] = {"lr": lr, "median": float(np.median(values)), "scores": values}
     return best
+
+
+def _oriented(value: float, better: str) -> float:
+    """A score as a key to minimise (NaN, a diverged run, counts as the worst)."""
+    if math.isnan(value):
+        return math.inf
+    return value if better == "lower" else -value
 
 
 def _shown(value: float, digits: int) -> str:
@@ -111,26 +131,34 @@ def _shown(value: float, digits: int) -> str:
     return f"{value:.{digits}g}"
 
 
-def rate_table(scores: Mapping, better: str = "lower", digits: int = 3):
+def rate_table(scores: Mapping, better: str = "lower", digits: int = 3,
+               tie_break: Mapping | None = None, tie_better: str = "lower"):
     """The whole sweep as a Markdown table: one row per arm, one column per learning rate, the
-    median score over seeds in each cell, the arm's best rate in bold (and marked "at the edge of
-    the sweep" when it is the smallest or the largest rate tried).
+    median score over seeds in each cell, the arm's best rate (:func:`best_rates`, with the same
+    ``tie_break``) in bold and marked "at the edge of the sweep" when it is the smallest or the
+    largest rate tried. An arm that no rate scored (every median "never" or NaN) has no bold
+    cell; its best-rate column says so, and names the rate the tie-break chose, if one was given.
 
     Introduced with :func:`best_rates` in Lab 2 (labs/lab2_degradation).
     """
-    best = best_rates(scores, better)
+    best = best_rates(scores, better, tie_break, tie_better)
     table = _by_arm(scores)
     rates = sorted({lr for arm in table.values() for lr in arm})
     rows = []
     for arm, by_rate in table.items():
+        scored = math.isfinite(best[arm]["median"])
         row = [str(arm)]
         for lr in rates:
             if lr not in by_rate:
                 row.append("")
                 continue
             text = _shown(float(np.median(by_rate[lr])), digits)
-            row.append(f"**{text}**" if lr == best[arm]["lr"] else text)
+            row.append(f"**{text}**" if scored and lr == best[arm]["lr"] else text)
         edge = best[arm]["lr"] in (min(by_rate), max(by_rate)) and len(by_rate) > 1
-        row.append(f"{best[arm]['lr']:g}" + (" (at the edge of the sweep)" if edge else ""))
+        chosen = f"{best[arm]['lr']:g}" + (" (at the edge of the sweep)" if edge else "")
+        if not scored:
+            chosen = (f"none scored; by the tie-break {chosen}" if tie_break is not None
+                      else "none scored")
+        row.append(chosen)
         rows.append(row)
     return markdown_table(["arm", *(f"lr {lr:g}" for lr in rates), "best rate"], rows)
