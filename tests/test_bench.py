@@ -88,16 +88,20 @@ def test_a_timed_pass_alone_keeps_the_earlier_runs_of_the_checks_it_still_makes(
                      dict(run(1, "1 thread", a=record(0.3, "<", 0.5), b=record(2, ">", 1),
                               c=record(9, ">", 1)), path=lab)],
                configs=["1 thread"], seeds=[1])
-    # the notebook now checks a with the same threshold, b with another, and c no more
+    # d compares two arms: its threshold is measured, different in every run
+    old["runs"][0]["checks"]["d"] = record(5, ">", 2)
+    old["runs"][1]["checks"]["d"] = record(6, ">", 3)
+    # the notebook now checks a with the same threshold, b with another, d against its other
+    # arm (4 this time), and c no more
     new = dict(rows=[dict(path=lab, seconds=40)],
-               runs=[dict(run(0, "learner", a=record(0.1, "<", 0.5), b=record(3, ">", 2)),
-                          path=lab)],
+               runs=[dict(run(0, "learner", a=record(0.1, "<", 0.5), b=record(3, ">", 2),
+                              d=record(7, ">", 4)), path=lab)],
                configs=[], seeds=[], machine={}, device="cpu")
     merged = bench.merge(old, new, keep_unchanged_checks=True)
     by_run = {(r["seed"], r["config"]): r["checks"] for r in merged["runs"]}
     assert set(by_run) == {(0, "learner"), (1, "1 thread")}
     assert by_run[(0, "learner")]["a"]["measured"] == 0.1  # the fresh timed run, not the old
-    assert set(by_run[(1, "1 thread")]) == {"a"}
+    assert set(by_run[(1, "1 thread")]) == {"a", "d"}
     assert merged["seeds"] == [1] and merged["configs"] == ["1 thread"]
     # without the option, a measured notebook loses every earlier run
     assert {(r["seed"], r["config"]) for r in bench.merge(old, new)["runs"]} == {(0, "learner")}

@@ -46,6 +46,9 @@ CELLS = {
     # steps to a target, and the rate that reached it first; "never" when none did
     "reached": ('steps=None\nprint("pre-LN:", "never" if steps is None else f"{steps} (lr 0.003)"'
                 ', "steps to 0.1")'),
+    # a rate table's row that no rate scored on one machine ("none scored") and did on another
+    "scored": ('median = None\nbest = "0.01" if median else "none scored; by the tie-break 0.01"\n'
+               'print("| alpha=1 |", "**60**" if median else "never", "| never |", best, "|")'),
 }
 CHECK = 'import depthlab as dl\ndl.conclusions({"loss_is_small": (loss, "<", 0.5)})'
 
@@ -105,6 +108,8 @@ CASES = {
         ref, "reached", CELLS["reached"].replace("steps=None", "steps=60")), True),
     "other_best_rate": (lambda ref: variant(
         ref, "table", CELLS["table"].replace('best = "plain"', 'best = "residual"')), True),
+    "other_row_scored": (lambda ref: variant(
+        ref, "scored", CELLS["scored"].replace("median = None", "median = 60")), True),
     "changed_sentence": (lambda ref: variant(
         ref, "sentence", 'print(f"final loss {loss:.3f} after {steps} steps; it diverges")'),
         False),

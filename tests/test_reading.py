@@ -7,7 +7,9 @@
   folded box at the end of a notebook, "How these claims were tested", or on the Running page;
 * no check's name carries its history (when a check was written is its metadata,
   ``depthlab.conclusions``' fourth element);
-* the README is for learners (8 KB at most) and links CONTRIBUTING.md, which exists.
+* the README is for learners (8 KB at most) and links CONTRIBUTING.md, which exists;
+* the landing page's reading times are computed from each notebook, at rates taken from readers'
+  timings (``reading_minutes``), not guessed.
 
 A notebook listed in ``NOT_YET`` has not been rewritten to these rules yet; the test checks that
 it still breaks one (so the list cannot go stale) and every other notebook is held to them.
@@ -130,3 +132,39 @@ def test_the_readme_is_for_learners_and_points_contributors_elsewhere():
         "material goes to CONTRIBUTING.md or the Running page")
     assert (ROOT / "CONTRIBUTING.md").exists()
     assert "CONTRIBUTING.md" in readme
+
+
+# Reading rates from three timed readings by new learners (Chapter 7: 45 min; Labs 1 and 6: about
+# 40 min each, exercises aside): prose at 200 words a minute, visible code at 30 lines a minute, a
+# minute and a half per figure or panel, five minutes for the quiz.
+WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE, FIGURE_MINUTES, QUIZ_MINUTES = 200, 30, 1.5, 5
+
+
+def reading_minutes(path: Path) -> int:
+    """A notebook's reading time as the landing page states it, rounded to 5 minutes."""
+    nb = load(path)
+    words = sum(prose_words(md) for md in markdown(nb))
+    lines = figures = 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        if not {"remove-cell", "remove-input"} & set(cell["metadata"].get("tags", [])):
+            lines += sum(1 for line in source(cell).splitlines() if line.strip())
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            figures += "image/png" in data or "dl-twin" in "".join(data.get("text/html", ""))
+    minutes = (words / WORDS_PER_MINUTE + lines / CODE_LINES_PER_MINUTE
+               + FIGURE_MINUTES * figures + QUIZ_MINUTES)
+    return int(5 * round(minutes / 5))
+
+
+def test_the_landing_page_gives_each_notebook_its_computed_reading_time():
+    rows = re.findall(r"^\| \d \| \{doc\}`(chapters/[^`]+)` \|\s*(?:\{doc\}`(labs/[^`]+)`)?\s*\| "
+                      r"([^|]+) \|$", (ROOT / "intro.md").read_text(encoding="utf-8"), flags=re.M)
+    assert len(rows) == 8, "the landing page's path table has a row per chapter"
+    for chapter, lab, stated in rows:
+        expected = [reading_minutes(ROOT / f"{chapter}.ipynb")]
+        if lab:
+            expected.append(reading_minutes(ROOT / f"{lab}.ipynb"))
+        want = " + ".join(f"{m} min" for m in expected)
+        assert stated.strip() == want, f"intro.md gives {chapter} {stated.strip()!r}, computed {want!r}"

@@ -494,7 +494,10 @@ def render(results: dict) -> str:
         return "\n".join(page)
     notebooks_checked = len({r["path"] for r in checked})
     runs = results.get("runs", [])
-    seeds = sorted({r["seed"] for r in runs})
+    matrix = [r for r in runs if r["config"] != LEARNER]  # beyond the timed pass
+    seeds = sorted({r["seed"] for r in matrix}) or sorted({r["seed"] for r in runs})
+    in_matrix = sorted({_name(r["path"]) for r in matrix})
+    timed_only = sorted({_name(r["path"]) for r in checked} - set(in_matrix)) if matrix else []
     verdict = ("Every check held in every run." if every else
                "**Not every check held in every run**: see the rows in bold.")
     close = sum(1 for r in checked if (m_ := margin(r["worst"])) is not None and 0 <= m_ < CLOSE)
@@ -507,9 +510,14 @@ def render(results: dict) -> str:
         + (f"Besides the timed run above (*{LEARNER}*, seed 0), " if rows else
            "Besides the run that stored their outputs (seed 0 on one thread, which every "
            "`make test` repeats), ")
-        + "`make bench` executed each of them at seeds "
-        f"{_list([str(s) for s in seeds])} in each of these configurations: "
-        f"{_configs_text(results)}. `DEPTHLAB_SEED` shifts every seed a notebook uses for "
+        + ("`make bench` executed each of them at seeds " if not timed_only else
+           f"`make bench` executed {_count(len(in_matrix), 'notebook')} ({_list(in_matrix)}) "
+           "at seeds ")
+        + f"{_list([str(s) for s in seeds])} in each of these configurations: "
+        f"{_configs_text(results)}"
+        + (f"; the other {_count(len(timed_only), 'notebook')} only in the timed run, since "
+           "they last changed" if timed_only else "")
+        + ". `DEPTHLAB_SEED` shifts every seed a notebook uses for "
         "initialization and minibatches (the data stay the same); the thread count and "
         "PyTorch's kernel set change the order in which numbers are added, and so the digits "
         "of a trained network, the way another CPU does. " + verdict,
@@ -618,8 +626,10 @@ def merge(old: dict | None, new: dict, keep_unchanged_checks: bool = False) -> d
 
     With ``keep_unchanged_checks`` (a timed pass alone, ``--timing-only``), a notebook's earlier
     runs at other seeds and configurations stay, but only with the checks that its fresh run
-    still makes with the same operator and threshold: a check dropped or rewritten since is not
-    shown with values measured against another claim."""
+    still makes, with the same operator and, where the earlier runs all had one threshold (a
+    constant of the claim), the same threshold: a check dropped or rewritten since is not shown
+    with values measured against another claim. A threshold that varied between the earlier runs
+    is itself measured (one arm against another) and is kept."""
     if not old:
         return new
     fresh = {e["path"] for e in new["rows"] + new["runs"]}
@@ -629,11 +639,21 @@ def merge(old: dict | None, new: dict, keep_unchanged_checks: bool = False) -> d
         claims = {(r["path"], name): (c["op"], c["threshold"])
                   for r in new["runs"] for name, c in r.get("checks", {}).items()}
         taken = {(r["path"], r["seed"], r["config"]) for r in new["runs"]}
+        earlier: dict = {}  # (path, check) -> the thresholds it had in the earlier runs
+        for r in old.get("runs", []):
+            for name, c in r.get("checks", {}).items():
+                earlier.setdefault((r["path"], name), set()).add(c["threshold"])
+
+        def unchanged(path, name, check):
+            claim = claims.get((path, name))
+            return claim is not None and claim[0] == check["op"] and (
+                claim[1] == check["threshold"] or len(earlier[path, name]) > 1)
+
         for r in old.get("runs", []):
             if r["path"] not in fresh or (r["path"], r["seed"], r["config"]) in taken:
                 continue
             checks = {name: c for name, c in r.get("checks", {}).items()
-                      if claims.get((r["path"], name)) == (c["op"], c["threshold"])}
+                      if unchanged(r["path"], name, c)}
             if checks:
                 runs.append(dict(r, checks=checks))
     order = {str(p.relative_to(ROOT)): k for k, p in enumerate(notebooks([]))}
