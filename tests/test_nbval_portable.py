@@ -47,7 +47,7 @@ CELLS = {
     "reached": ('steps=None\nprint("pre-LN:", "never" if steps is None else f"{steps} (lr 0.003)"'
                 ', "steps to 0.1")'),
     # a rate table's row that no rate scored on one machine ("none scored") and did on another
-    "scored": ('median = None\nbest = "0.01" if median else "none scored; by the tie-break 0.01"\n'
+    "scored": ('median = None\nbest = "0.01" if median else "none (tie-break 0.01)"\n'
                'print("| alpha=1 |", "**60**" if median else "never", "| never |", best, "|")'),
 }
 CHECK = 'import depthlab as dl\ndl.conclusions({"loss_is_small": (loss, "<", 0.5)})'

@@ -374,7 +374,8 @@ def test_sequence_accuracy_counts_tokens_and_whole_sequences_in_eval_mode():
 def test_the_held_out_loss_of_a_sequence_model_averages_every_position():
     model = dl.TinyTransformer(5, 3, depth=1, d_model=8, n_heads=2, seed=0)
     X, Y = dl.sequence_task(6, length=3, vocab=5)
-    logits = model.eval()(X)
+    with torch.no_grad():
+        logits = model.eval()(X)
     by_hand = float(sum(torch.nn.functional.cross_entropy(logits[i, t], Y[i, t])
                         for i in range(6) for t in range(3)) / 18)
     model.train()

@@ -137,7 +137,7 @@ def rate_table(scores: Mapping, better: str = "lower", digits: int = 3,
     median score over seeds in each cell, the arm's best rate (:func:`best_rates`, with the same
     ``tie_break``) in bold and marked "at the edge of the sweep" when it is the smallest or the
     largest rate tried. An arm that no rate scored (every median "never" or NaN) has no bold
-    cell; its best-rate column says so, and names the rate the tie-break chose, if one was given.
+    cell; its best-rate column says "none", with the rate the tie-break chose, if one was given.
 
     Introduced with :func:`best_rates` in Lab 2 (labs/lab2_degradation).
     """
@@ -156,9 +156,9 @@ def rate_table(scores: Mapping, better: str = "lower", digits: int = 3,
             row.append(f"**{text}**" if scored and lr == best[arm]["lr"] else text)
         edge = best[arm]["lr"] in (min(by_rate), max(by_rate)) and len(by_rate) > 1
         chosen = f"{best[arm]['lr']:g}" + (" (at the edge of the sweep)" if edge else "")
-        if not scored:
-            chosen = (f"none scored; by the tie-break {chosen}" if tie_break is not None
-                      else "none scored")
+        if not scored:  # short: a long cell makes the whole row tall on the page
+            chosen = (f"none (tie-break {best[arm]['lr']:g})" if tie_break is not None
+                      else "none")
         row.append(chosen)
         rows.append(row)
     return markdown_table(["arm", *(f"lr {lr:g}" for lr in rates), "best rate"], rows)
