@@ -51,9 +51,9 @@ book: setup
 test: setup unit learner nbval build browser
 	@echo ">> all tests passed"
 
-# Unit tests of depthlab and structure tests of the book (fast, run first).
+# Unit tests of depthlab and structure tests of the book (fast, run first), one process per core.
 unit: setup
-	$(BIN)/python -m pytest tests -q --ignore=tests/browser --ignore=tests/test_learner_env.py
+	$(BIN)/python -m pytest tests -q -n $(CORES) --ignore=tests/browser --ignore=tests/test_learner_env.py
 
 # A fresh virtual environment with only what Colab gives plus depthlab installed by the notebooks'
 # own first cell, offline from .venv/wheelhouse; runs a chapter and a lab top to bottom.

@@ -16,7 +16,9 @@ contributor's machine, it installs them from a snapshot of the working tree inst
 The Binder configuration is checked against the same wheels: binder/requirements.txt resolves to
 the runtime set of requirements.txt with the CPU build of torch and no developer tool.
 
-`make learner` runs this file; `make test` includes it. It takes about a minute.
+The two notebooks run at the same time, one kernel per core, each on one thread (the second
+starts once the first has installed depthlab). `make learner` runs this file; `make test`
+includes it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -180,8 +184,11 @@ def slowest_cells(nb, n: int = 3) -> str:
     return ", ".join(f"cell {i}: {s:.0f} s" for s, i in sorted(times, reverse=True)[:n])
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS)
-def test_a_notebook_runs_top_to_bottom_in_the_learner_env(learner, notebook):
+def run_in_learner_env(learner, notebook, wait_for=None, installed=None):
+    """``notebook`` with the Colab stand-in first and the where-from cell last, executed top to
+    bottom in a kernel of the learner venv; returns the executed notebook. It starts once the
+    event ``wait_for`` is set, and sets ``installed`` once its install cell and the cell after it
+    (the first import of depthlab) have run, or it stopped."""
     nb = nbformat.read(ROOT / notebook, as_version=4)
     colab = colab_cell_module()
     url = colab.repository_url(ROOT)
@@ -197,18 +204,58 @@ def test_a_notebook_runs_top_to_bottom_in_the_learner_env(learner, notebook):
     workdir.mkdir()
     km = KernelManager(kernel_name=KERNEL,
                        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(learner["kernels"])]))  # fmt: skip
+    install = nb.cells.index(first)
+
+    def after_cell(cell, cell_index, execute_reply):
+        if installed is not None and cell_index > install and cell.cell_type == "code":
+            installed.set()
+
     client = NotebookClient(nb, km=km, timeout=600, allow_errors=False,
+                            on_cell_executed=after_cell,
                             resources={"metadata": {"path": str(workdir)}})  # fmt: skip
+    if wait_for is not None:
+        wait_for.wait(timeout=600)
     start = time.perf_counter()
     # one thread, as nbval runs: on a busy machine two OpenMP threads per kernel can crawl
     try:
         client.execute(env=pip_env({"DEPTHLAB_DEVICE": "cpu", "DEPTHLAB_SEED": "0",
                                     "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}))  # fmt: skip
     finally:
+        if installed is not None:
+            installed.set()
         if km.has_kernel:  # nbclient leaves a kernel it was handed running
             km.shutdown_kernel(now=True)
     print(f"{notebook}: ran top to bottom in the learner env in {time.perf_counter() - start:.0f} s"
           f" (slowest cells: {slowest_cells(nb)})")
+    return nb
+
+
+@pytest.fixture(scope="module")
+def learner_runs(learner):
+    """Every notebook of NOTEBOOKS run in the learner env, at the same time (each kernel on one
+    thread, one per core): notebook -> the executed notebook, or the exception that stopped it
+    (the test of that notebook raises it)."""
+    # every install cell installs depthlab into the one venv, and two pips must not write it at
+    # once: each notebook starts once the one before it has installed and imported depthlab
+    events = [threading.Event() for _ in NOTEBOOKS]
+    with ThreadPoolExecutor(max_workers=len(NOTEBOOKS)) as pool:
+        futures = {nb: pool.submit(run_in_learner_env, learner, nb,
+                                   wait_for=events[k - 1] if k else None, installed=events[k])
+                   for k, nb in enumerate(NOTEBOOKS)}
+        results = {}
+        for nb, future in futures.items():
+            try:
+                results[nb] = future.result()
+            except Exception as error:  # noqa: BLE001 - handed to the notebook's own test
+                results[nb] = error
+    return results
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_a_notebook_runs_top_to_bottom_in_the_learner_env(learner, learner_runs, notebook):
+    nb = learner_runs[notebook]
+    if isinstance(nb, BaseException):
+        raise nb
 
     text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
                      for o in c.get("outputs", []) if o.get("output_type") == "stream")  # fmt: skip

@@ -10,7 +10,7 @@ parallel (``-n 2``). The pages are the content pages and Sphinx's search page an
 
 * the light theme is applied; the page logs no error and reaches for no network (checked
   before axe, whose own reading of the stylesheets Chromium refuses on file:// pages);
-* a full-length screenshot, ``_build/screenshots/light/<page>.png``;
+* a full-length screenshot, ``_build/screenshots/light/<page>.jpg``;
 * axe-core: its WCAG 2.0, 2.1 and 2.2 level A and AA rules and its best-practice rules, plus
   ``label-content-name-mismatch`` (WCAG 2.5.3, level A; still marked experimental in axe 4.12),
   on the whole page; the colour rules (below) skip MathJax's output;
@@ -214,11 +214,13 @@ def no_serious_accessibility_violations(page, name, theme, axe_source):
 
 
 def save_screenshot(page, name, theme):
-    shot = SHOTS / theme / (name.replace("/", "__") + ".png")
+    shot = SHOTS / theme / (name.replace("/", "__") + ".jpg")
     shot.parent.mkdir(parents=True, exist_ok=True)
     # a long page takes seconds to paint whole; on a busy machine (two workers, or notebooks
-    # running beside the tests) Playwright's default 30 s has run out
-    page.screenshot(path=str(shot), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS)
+    # running beside the tests) Playwright's default 30 s has run out. JPEG, not PNG: a shot is
+    # for a person to look at, and Chromium encodes a page-long JPEG in about half the time
+    page.screenshot(path=str(shot), full_page=True, type="jpeg", quality=85,
+                    timeout=SCREENSHOT_TIMEOUT_MS)
 
 
 # ---------------------------------------------------------------- one visit per page and theme
