@@ -90,8 +90,8 @@ build: setup
 	$(BIN)/jupyter-book build . -W -n --keep-going --quiet
 
 # The built site in headless Chromium, offline (skipped with a message when no browser is found;
-# tests/browser/sitekit.py says where it looks), one page load per page and theme, one browser per
-# core (at most 8).
+# tests/browser/sitekit.py says where it looks), one page load per page (the dark theme by the
+# theme's own button), one browser per core (at most 8).
 # Screenshots of every page, light and dark, land in _build/screenshots/.
 BROWSER_WORKERS ?= $(CORES)
 browser: setup

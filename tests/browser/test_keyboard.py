@@ -51,8 +51,12 @@ STOP = """e => { const r = e.getBoundingClientRect();
 
 
 def keyboard_page(browser, theme, name):
+    """``name`` opened in ``theme``, the theme a reader chose on an earlier page (localStorage):
+    the only pages the tests load in the dark theme (test_pages.py switches with the button)."""
     page = offline_page(browser, theme=theme)
     open_page(page, SITE / name)
+    applied = page.evaluate("document.documentElement.dataset.theme")
+    assert applied == theme, f"{name}: opened in the {theme} theme, shown in {applied!r}"
     return page
 
 

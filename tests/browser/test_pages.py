@@ -1,32 +1,39 @@
-"""Every page of the built site, opened from disk in headless Chromium, offline: once in the
-light theme and once in the dark theme, each visit running every check of that theme.
+"""Every page of the built site, opened from disk in headless Chromium, offline, once: in the
+light theme, then switched to the dark theme with the theme's own colour-mode button (as a
+reader switches it), each theme running every check of that theme.
 
-Run after the site is built (``make browser`` does both in order). Each page is one test per
-theme, ``test_page[light-<page>]`` and ``test_page[dark-<page>]``; pytest-xdist runs them in
-parallel (``-n 2``). The pages are the content pages and Sphinx's search page and index
-(index.html only redirects).
+Run after the site is built (``make browser`` does both in order). Each page is one test,
+``test_page[<page>]``; pytest-xdist runs them in parallel (``-n 2``). The pages are the content
+pages and Sphinx's search page and index (index.html only redirects). Loading a page in the dark
+theme (the theme a reader chose on another page, from localStorage) is test_keyboard.py's
+business, which walks two pages in each theme.
 
 **Light** (the page as most readers get it):
 
-* the light theme is applied; the page logs no error and reaches for no network (checked
-  before axe, whose own reading of the stylesheets Chromium refuses on file:// pages);
-* a full-length screenshot, ``_build/screenshots/light/<page>.jpg``;
-* axe-core: its WCAG 2.0, 2.1 and 2.2 level A and AA rules and its best-practice rules, plus
-  ``label-content-name-mismatch`` (WCAG 2.5.3, level A; still marked experimental in axe 4.12),
-  on the whole page; the colour rules (below) skip MathJax's output;
+* the light theme is applied; a full-length screenshot, ``_build/screenshots/light/<page>.jpg``;
 * on the content pages: every image loaded; math rendered by MathJax with no raw ``$...$`` /
   ``\\(...\\)`` (nor a Markdown table printed as text) left in the prose; every internal link
   points to a file that exists; the page and every file it loaded weigh under 5 MB (written to
-  ``_build/screenshots/page_weights.txt``); every no-kernel twin panel responds to its slider,
-  without an error (last: it moves the sliders).
+  ``_build/screenshots/page_weights.txt``);
+* axe-core: its WCAG 2.0, 2.1 and 2.2 level A and AA rules and its best-practice rules, plus
+  ``label-content-name-mismatch`` (WCAG 2.5.3, level A; still marked experimental in axe 4.12),
+  on the whole page, and its colour rules (below);
+* on the content pages, last: every no-kernel twin panel responds to its slider, without an
+  error (it moves the sliders).
 
-**Dark**: the dark theme is applied, the page logs no error and reaches for no network, a
-full-length screenshot in ``_build/screenshots/dark/``, and axe's colour rules
-(``color-contrast``, ``link-in-text-block``): what the themes change is colour. The colour rules
-skip MathJax's output: each equation is hundreds of elements whose glyphs take the colour of the
-text around them, and that text is checked; and they check each syntax-highlighted token class
-once per kind of code block, not its thousands of repeats of the same colour on the same
-background (see ``FLATTEN_REPEATED_TOKENS``).
+**Dark**: the button switches the page to the dark theme (with the system's colour scheme set to
+dark too: myst-nb's stylesheet follows it), a full-length screenshot in
+``_build/screenshots/dark/``, and axe's colour rules (``color-contrast``,
+``link-in-text-block``): what the themes change is colour.
+
+In both themes, the page logs no error and reaches for no network (checked before axe, whose
+own reading of the stylesheets Chromium refuses on file:// pages).
+
+The colour rules skip MathJax's output: each equation is hundreds of elements whose glyphs take
+the colour of the text around them, and that text is checked. They check each
+syntax-highlighted token class once per kind of code block, not its thousands of repeats of the
+same colour on the same background (``FLATTEN_REPEATED_TOKENS``), and each kind of table row
+once per table, not its hundreds of repeats (``MARK_REPEATED_ROWS``: the Running page's tables).
 
 An axe violation whose impact is ``serious`` or ``critical`` fails the test; every violation,
 whatever its impact, is written to ``_build/screenshots/axe_report.txt`` for review. Every check
@@ -48,7 +55,6 @@ import pytest
 from sitekit import (
     SHOTS,
     SITE,
-    THEMES,
     all_pages,
     append_lines,
     offline_page,
@@ -65,8 +71,7 @@ MAX_PAGE_BYTES = 5 * 1024 * 1024
 SCREENSHOT_TIMEOUT_MS = 180_000
 CONTENT = set(site_pages())  # the pages with the offline checks (not search, not genindex)
 PAGES = all_pages()
-CASES = [(theme, path) for theme in THEMES for path in PAGES]
-IDS = [f"{theme}-{page_id(path)}" for theme, path in CASES]
+IDS = [page_id(path) for path in PAGES]
 WEIGHTS = SHOTS / "page_weights.txt"
 AXE_REPORT = SHOTS / "axe_report.txt"
 
@@ -80,12 +85,15 @@ ALL_RULES = {
               **{rule: {"enabled": False} for rule in COLOUR_RULES}},
 }
 COLOUR = {"resultTypes": ["violations"], "runOnly": {"type": "rule", "values": COLOUR_RULES}}
-# The colour rules skip MathJax's output (see above) and the repeats of a syntax-highlighted
-# token: a token's contrast is its class's colour on its code block's background, the same for
-# every repeat, so the first span of each token class in each kind of block keeps its colour and
-# the repeats become plain text of the block (checked too, once per block) before the colour
-# rules run: on a lab page about 30 spans instead of 7,000, two thirds of axe's time.
-COLOUR_CONTEXT = {"include": [["html"]], "exclude": [["mjx-container"]]}
+# The colour rules skip MathJax's output (see above), the repeats of a syntax-highlighted token
+# and the repeats of a table row. A token's contrast is its class's colour on its code block's
+# background, the same for every repeat, so the first span of each token class in each kind of
+# block keeps its colour and the repeats become plain text of the block (checked too, once per
+# block): on a lab page about 30 spans instead of 7,000, two thirds of axe's time. A table row's
+# colours are its table's and its own classes', so the first row of each kind in each table is
+# checked and its repeats are marked and left out: the Running page's tables have hundreds.
+REPEATED_ROW = "dl-axe-repeat"
+COLOUR_CONTEXT = {"include": [["html"]], "exclude": [["mjx-container"], [f"[{REPEATED_ROW}]"]]}
 AXE_RUNS = {  # theme -> [(axe context, axe options)]
     "light": [({"include": [["html"]]}, ALL_RULES), (COLOUR_CONTEXT, COLOUR)],
     "dark": [(COLOUR_CONTEXT, COLOUR)],
@@ -99,6 +107,25 @@ FLATTEN_REPEATED_TOKENS = """() => {
         else seen.add(key);
     }
     return seen.size; }"""
+MARK_REPEATED_ROWS = f"""() => {{
+    let marked = 0;
+    for (const table of document.querySelectorAll('table')) {{
+        const seen = new Set();
+        for (const row of table.querySelectorAll(':scope > * > tr')) {{
+            const key = row.parentElement.tagName + '|' + row.className + '|' +
+                [...row.cells].map(c => c.tagName + '.' + c.className + '.' +
+                    [...c.querySelectorAll('*')].map(e => e.tagName + '.' + e.className)
+                    .join(',')).join('|');
+            if (seen.has(key)) {{ row.setAttribute('{REPEATED_ROW}', ''); marked++; }}
+            else seen.add(key);
+        }}
+    }}
+    return marked; }}"""
+# After a switch of theme, the colours settle (the theme's transitions) before anything is
+# measured; an endless animation (a spinner) is not waited for.
+COLOURS_SETTLED = """() => Promise.all(document.getAnimations()
+    .filter(a => a.effect && a.effect.getTiming().iterations !== Infinity)
+    .map(a => a.finished.catch(() => null))).then(() => true)"""
 
 
 @pytest.fixture(scope="module")
@@ -199,18 +226,31 @@ def describe(violation) -> str:
             f"{why} ({violation['helpUrl'].split('?')[0]})")
 
 
-def no_serious_accessibility_violations(page, name, theme, axe_source):
-    """axe-core's runs for ``theme``; every violation goes to axe_report.txt."""
-    page.evaluate(axe_source)
+def no_serious_accessibility_violations(page, name, theme):
+    """axe-core's runs for ``theme`` (axe loaded, the repeats flattened and marked once the rules
+    that see the page as it loaded have run); every violation goes to axe_report.txt."""
     found = []
     for context, options in AXE_RUNS[theme]:
-        if options is COLOUR:  # after the other rules, which see the page as it loaded
+        if options is COLOUR and not page.evaluate("window.dlRepeatsLeftOut === true"):
             page.evaluate(FLATTEN_REPEATED_TOKENS)
+            page.evaluate(MARK_REPEATED_ROWS)
+            page.evaluate("window.dlRepeatsLeftOut = true")
         found += page.evaluate("([context, options]) => axe.run(context, options)"
                                ".then(r => r.violations)", [context, options])
     append_lines(AXE_REPORT, [f"{theme:5s} {name}: {describe(v)}" for v in found])
     failing = [describe(v) for v in found if v["impact"] in FAILING_IMPACTS]
     assert not failing, f"{name} ({theme} theme):\n" + "\n".join(failing)
+
+
+def switch_theme(page, theme):
+    """The theme's colour-mode button (it cycles light, dark and auto) pressed until the page is
+    in ``theme`` (at most three presses), with the system's colour scheme set to the same."""
+    page.emulate_media(color_scheme=theme)
+    for _ in range(3):
+        if page.evaluate("document.documentElement.dataset.mode") == theme:
+            break
+        page.evaluate("document.querySelector('.theme-switch-button').click()")
+    page.evaluate(COLOURS_SETTLED)
 
 
 def save_screenshot(page, name, theme):
@@ -223,17 +263,17 @@ def save_screenshot(page, name, theme):
                     timeout=SCREENSHOT_TIMEOUT_MS)
 
 
-# ---------------------------------------------------------------- one visit per page and theme
+# ---------------------------------------------------------------- one visit per page
 
 
 def test_the_site_was_built():
     assert PAGES, f"no pages under {SITE}: build the site first (make build)"
 
 
-@pytest.mark.parametrize(("theme", "path"), CASES, ids=IDS)
-def test_page(browser, axe_source, theme, path):
+@pytest.mark.parametrize("path", PAGES, ids=IDS)
+def test_page(browser, axe_source, path):
     name = page_id(path)
-    page = offline_page(browser, theme=theme)
+    page = offline_page(browser, theme="light")
     failed = []
 
     def check(function, *args):
@@ -242,23 +282,32 @@ def test_page(browser, axe_source, theme, path):
         except AssertionError as error:
             failed.append(f"[{function.__name__}] {error}")
 
-    offline = theme == "light" and path in CONTENT
+    def show(theme):  # the page in ``theme``, as it looks, before anything moves
+        check(theme_is_applied, theme)
+        save_screenshot(page, name, theme)
+
+    content = path in CONTENT
     try:
         open_page(page, path)
-        check(theme_is_applied, theme)
-        save_screenshot(page, name, theme)  # the page as it loaded, before anything moves
-        if offline:
+        show("light")
+        if content:
             check(every_image_loaded)
             check(math_is_rendered)
             check(internal_links_resolve)
             check(page_weight_is_under_the_limit)
+        switch_theme(page, "dark")
+        show("dark")
         # before axe, which reads the stylesheets again with XMLHttpRequest: from file:// pages
         # Chromium refuses that and logs errors that a reader never causes
-        check(nothing_logged_an_error_or_reached_the_network, theme)
-        check(no_serious_accessibility_violations, theme, axe_source)
-        if offline:
-            check(twins_respond_to_their_sliders)  # moves the sliders: after the shot and axe
+        check(nothing_logged_an_error_or_reached_the_network, "light and dark")
+        switch_theme(page, "light")
+        check(theme_is_applied, "light")
+        page.evaluate(axe_source)
+        check(no_serious_accessibility_violations, "light")  # first: the page as it loaded
+        switch_theme(page, "dark")
+        check(no_serious_accessibility_violations, "dark")  # the colour rules
+        if content:
+            check(twins_respond_to_their_sliders)  # moves the sliders: after the shots and axe
     finally:
         page.context.close()
-    assert not failed, f"{name} ({theme} theme): {len(failed)} check(s) failed:\n" + (
-        "\n".join(failed))
+    assert not failed, f"{name}: {len(failed)} check(s) failed:\n" + "\n".join(failed)
