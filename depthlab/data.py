@@ -78,7 +78,7 @@ def split(X: torch.Tensor, y: torch.Tensor, *, test_fraction: float = 0.25, seed
     The test set holds ``round(test_fraction * n)`` examples (at least 1) and the training set
     the rest (at least 1), drawn by a generator seeded with ``seed``.
 
-    Introduced in Lab 5 (labs/lab5_ensembles).
+    Introduced in Lab 2 (labs/lab2_ensembles).
     """
     if len(X) != len(y):
         raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")

@@ -43,7 +43,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ["chapters/01_depth_problem.ipynb", "labs/lab5_ensembles.ipynb"]
+NOTEBOOKS = ["chapters/01_depth_problem.ipynb", "labs/lab2_ensembles.ipynb"]
 # What Colab brings preinstalled (of what the course uses), what mnist1d needs from it, and a
 # current pip, as Colab has (the one Python 3.11's venv brings rejects `name @ git+file:///...`).
 COLAB_PACKAGES = ["torch", "numpy", "matplotlib", "ipywidgets", "ipykernel", "scipy", "requests",

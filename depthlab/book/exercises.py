@@ -170,6 +170,21 @@ def _tuple_key(key: Any, n: int, what: str) -> tuple:
     return key
 
 
+def _parse_ints(result: Any, wanted: list[int], name: str, **kw) -> dict:
+    """{integer key (a depth, a warm-up, k): one number per seed}, with every wanted key."""
+    table = _dict(result, "result")
+    out = {}
+    for key, value in table.items():
+        d = _rate_key(key)
+        if d is None or d != int(d):
+            raise FormError(f"every key must be {name} (a whole number)")
+        out[int(d)] = _values(value, f"the entry for {name} {int(d)}", **kw)
+    for d in wanted:
+        if d not in out:
+            raise FormError(f"no entry for {name} {d}")
+    return out
+
+
 def _unmet(conditions: list[tuple[bool, str]]) -> list[str]:
     """The message of every (condition, message) pair whose condition fails."""
     return [message for ok, message in conditions if not ok]
@@ -514,121 +529,134 @@ _register(Exercise(
 
 
 # ================================================================================ Lab 2
-# MNIST-1D, ResNet1d of width 8 with seed=SEEDS (three members), the lab's recipe.
+# 5-class spirals with the stem; DeepMLP of 24 blocks, width 32, pre-norm, alpha = 1/sqrt(L).
 
-LAB2_RATES = [0.005, 0.01, 0.02, 0.05, 0.1]
-
-
-def _parse_21(result: Any) -> dict:
+def _parse_named(result: Any, names: tuple[str, ...], **kw) -> dict:
+    """{name: one number per seed} with exactly the names asked for (others ignored)."""
     table = _dict(result, "result")
     out = {}
-    for key, value in table.items():
-        depth, lr = _tuple_key(key, 2, "(depth, learning rate)")
-        depth, lr = _rate_key(depth), _rate_key(lr)
-        if depth is None or lr is None:
-            raise FormError("every key must be a tuple (depth, learning rate) of numbers")
-        out[int(depth), lr] = _values(value, "each entry", nan=True, bounds=(0, math.inf))
-    for depth in (8, 20):
-        for lr in LAB2_RATES:
-            if not any(k[0] == depth and _close(k[1], lr) for k in out):
-                raise FormError(f"no entry for ({depth}, {lr:g})")
-    return {(d, lr): next(v for k, v in out.items() if k[0] == d and _close(k[1], lr))
-            for d in (8, 20) for lr in LAB2_RATES}
-
-
-def _best_median_21(r: dict, depth: int) -> float:
-    return min(_median_nan_fail(r[depth, lr], math.inf) for lr in LAB2_RATES)
-
-
-_register(Exercise(
-    "lab2.1", "remove BatchNorm from the plain networks",
-    form=("result = {(depth, lr): training losses of dl.member_scores, one per seed} for "
-          "depth in (8, 20) and lr in (0.005, 0.01, 0.02, 0.05, 0.1)"),
-    parse=_parse_21,
-    # Ranges: the solution's claims (held at seeds 0-2 and 2-4, one and two threads): every
-    # 20-layer network at 0.1 within 0.05 of ln 10 or above (or NaN); at its best rate (lowest
-    # median) the 20-layer median is between 1 and ln 10 - 0.5 (1.42 in the solution) and
-    # above the 8-layer one's (0.50).
-    problems=lambda r: _unmet([
-        (np.all(np.nan_to_num(r[20, 0.1], nan=np.inf) > LN10 - 0.05),
-         "At the lab's rate, 0.1, every 20-layer network without BatchNorm should end at the "
-         "chance loss, ln 10 (or diverge); some of yours end below it."),
-        (1 < _best_median_21(r, 20) < LN10 - 0.5,
-         "At their best rate the 20-layer networks should leave chance but stay above a "
-         "median loss of 1; yours are outside that."),
-        (_best_median_21(r, 20) > _best_median_21(r, 8),
-         "At each depth's best rate the 20-layer networks should end above the 8-layer ones; "
-         "yours do not."),
-    ]),
-    accepts=("the 20-layer networks at chance (within 0.05 of ln 10, or diverged) at 0.1 on "
-             "every seed; at their best rate a median loss between 1 and ln 10 - 0.5, above "
-             "the 8-layer networks' median at their best rate"),
-    mistakes=[
-        Mistake("accuracies instead of losses",
-                lambda r: all(np.all(v <= 1) for v in r.values())
-                and np.all(np.abs(r[20, 0.1] - 0.1) < 0.05),
-                "These look like accuracies (the 20-layer networks at 0.1 near 0.1): "
-                "dl.member_scores returns (losses, accuracies); use the first."),
-        Mistake("BatchNorm kept", lambda r: np.median(r[20, 0.1]) < 1,
-                "Your 20-layer networks train at 0.1: BatchNorm is still on. Pass "
-                "batchnorm=False to dl.ResNet1d (and residual=False)."),
-        Mistake("one rate for all",
-                lambda r: all(np.allclose(r[d, lr], r[d, 0.1], equal_nan=True)
-                              for d in (8, 20) for lr in LAB2_RATES),
-                "Every rate gave the same losses: train with {**RECIPE, \"lr\": lr}, not "
-                "RECIPE alone."),
-        Mistake("seed loop reuses one model",
-                lambda r: _reused(list(r.values()), 1e-9, LN10 - 0.05), REUSED),
-    ]))
-
-
-def _parse_ints(result: Any, wanted: list[int], name: str, **kw) -> dict:
-    """{integer key (a depth, a warm-up, k): one number per seed}, with every wanted key."""
-    table = _dict(result, "result")
-    out = {}
-    for key, value in table.items():
-        d = _rate_key(key)
-        if d is None or d != int(d):
-            raise FormError(f"every key must be {name} (a whole number)")
-        out[int(d)] = _values(value, f"the entry for {name} {int(d)}", **kw)
-    for d in wanted:
-        if d not in out:
-            raise FormError(f"no entry for {name} {d}")
+    for name in names:
+        if name not in table:
+            raise FormError(f"no entry \"{name}\"")
+        out[name] = _values(table[name], f"result[\"{name}\"]", **kw)
+    if len({len(v) for v in out.values()}) > 1:
+        raise FormError("every entry must hold the same seeds")
     return out
 
 
 _register(Exercise(
-    "lab2.2", "three times the budget",
-    form=("result = {depth: training losses of dl.member_scores after 1,200 steps, one per "
-          "seed} for depth in (8, 20)"),
-    parse=lambda r: _parse_ints(r, [8, 20], "depth", bounds=(0, math.inf)),
-    # Ranges: the solution's run (8 layers 0.011-0.021, 20 layers 0.055-0.061) and its claim
-    # that every 20-layer network ends above every 8-layer one (held at seeds 0-4); the lab's
-    # 400-step losses are 0.08-0.17 (8) and 0.50-0.81 (20): after 1,200 steps the 20-layer
-    # losses must be below 0.3 and the 8-layer ones below 0.06.
+    "lab2.1", "the single-block lesion with and without the stem",
+    form=('result = {"stem": [worst single-deletion cost (intact accuracy minus the lowest '
+          'accuracy with one block deleted), one per seed], "raw": [the same on the raw '
+          'points]}'),
+    parse=lambda r: _parse_named(r, ("stem", "raw"), bounds=(-1, 1)),
+    # Ranges: the solution's 5.1 run (worst cost 0.11-0.17 with the stem; raw 0.73-0.77 at
+    # its best rate, 0.64-0.69 taking the smaller of its two near-tied best rates; deleting
+    # block 1 costs 0.49 to 0.77) and its claims (raw costlier seed by seed; the stem's median
+    # deletion under 0.05); widened to below 0.3 with the stem and above 0.35 raw.
     problems=lambda r: _unmet([
-        (r[20].min() > r[8].max(),
-         "Every 20-layer network should still end above every 8-layer one: degradation "
-         "survives the longer budget. Yours overlap."),
-        (np.all(r[8] < 0.06) and np.all(r[20] < 0.3),
-         "Three times the budget should bring both depths far below their 400-step losses; "
-         "yours are too high for 1,200 steps."),
+        (np.all(r["stem"] < 0.3),
+         "With the stem no single deletion should be costly (worst cost below 0.3); yours "
+         "is higher on some seed."),
+        (np.all(r["raw"] > 0.35) and np.all(r["raw"] > r["stem"]),
+         "On the raw points deleting one of the first blocks should be ruinous (worst cost "
+         "above 0.35, and above the stem's on every seed); yours is lower."),
     ]),
-    accepts=("every 20-layer loss above every 8-layer loss, the 8-layer losses below 0.06 and "
-             "the 20-layer ones below 0.3 (far below their 400-step values)"),
+    accepts=("a worst single-deletion cost below 0.3 with the stem and above 0.35 (and above "
+             "the stem's, seed by seed) on the raw points"),
     mistakes=[
-        Mistake("accuracies instead of losses",
-                lambda r: np.all(r[8] > 0.9) and np.all(r[8] <= 1),
-                "These look like accuracies: dl.member_scores returns (losses, accuracies); "
-                "use the first."),
-        Mistake("400 steps", lambda r: np.median(r[20]) > 0.3,
-                "The 20-layer losses are as high as after the lab's 400 steps: train with "
-                "{**RECIPE, \"steps\": 1200}."),
-        Mistake("residual networks", lambda r: np.median(r[20]) < np.median(r[8]),
-                "Your 20-layer networks end below the 8-layer ones, like residual networks: "
-                "build them with residual=False."),
-        Mistake("seed loop reuses one model", lambda r: _reused(list(r.values()), 1e-9),
-                REUSED),
+        Mistake("accuracies instead of costs",
+                lambda r: np.all(r["stem"] > 0.5) and np.all(r["raw"] < r["stem"]),
+                "These look like accuracies after the deletion, not costs: the cost is the "
+                "intact accuracy minus the accuracy with the block deleted."),
+        Mistake("untrained networks",
+                lambda r: np.all(np.abs(r["stem"]) < 0.05) and np.all(np.abs(r["raw"]) < 0.1),
+                "Almost nothing is lost by any deletion: were the networks trained? Train "
+                "them (each at its best rate) before deleting blocks."),
+        Mistake("seed loop reuses one model",
+                lambda r: _reused([r["stem"], r["raw"]], 1e-9), REUSED),
+    ]))
+
+
+_register(Exercise(
+    "lab2.2", "the exact gradient per path length at initialization",
+    form=('result = {"before": [mean path length of the untrained network, one per seed], '
+          '"after": [the same after training a copy]}'),
+    parse=lambda r: _parse_named(r, ("before", "after"), bounds=(0, math.inf)),
+    # Ranges: the solution's 5.2 run (mean length 0.51-0.63 before training, 2.21-3.14 after,
+    # by projection shares; claims: longer after training on every seed, 90% of the gradient
+    # below L/2 = 12). Weighting by the norms ||G_k|| instead gives other digits, so the
+    # ranges are wide: 0.05-3 before, longer after on every seed, and below 12.
+    problems=lambda r: _unmet([
+        (np.all((r["before"] > 0.05) & (r["before"] < 3)),
+         "Before training the mean path length should be short (under 3 blocks: most of the "
+         "gradient takes the shortcut); yours is outside that."),
+        (np.all(r["after"] > r["before"]),
+         "Training should lengthen the effective paths on every seed; yours does not."),
+        (np.all(r["after"] < 12),
+         "Even after training the mean path length stays far below the 12 blocks of a "
+         "typical path; yours does not."),
+    ]),
+    accepts=("a mean path length between 0.05 and 3 before training, longer after training "
+             "on every seed, and below 12 (L/2)"),
+    mistakes=[
+        Mistake("same network twice", lambda r: np.allclose(r["before"], r["after"]),
+                "Before and after are the same: train a copy (copy.deepcopy(untrained)) and "
+                "measure both the untrained network and the trained copy."),
+        Mistake("counted paths", lambda r: np.all(np.abs(r["before"] - 12) < 1),
+                "About 12 blocks before training: that is the mean length of a path when "
+                "all 2**24 paths count equally. Weight each length by its gradient "
+                "(per_length_gradient), not by the number of paths."),
+        Mistake("seed loop reuses one model",
+                lambda r: _reused([r["before"], r["after"]]), REUSED),
+    ]))
+
+
+def _parse_23(result: Any) -> dict:
+    out = _parse_ints(result, [1, 10], "k", bounds=(0, 1))
+    if len(out) < 4:
+        raise FormError("give at least four values of k, from 1 to 10")
+    if len({len(v) for v in out.values()}) > 1:
+        raise FormError("every k must hold the same seeds")
+    return dict(sorted(out.items()))
+
+
+def _steps_23(r: dict) -> np.ndarray:
+    # the mean drop per extra swapped pair between consecutive k given (k x seeds)
+    ks = np.array(list(r))
+    rows = np.stack(list(r.values()))
+    return (rows[:-1] - rows[1:]) / np.diff(ks)[:, None]
+
+
+_register(Exercise(
+    "lab2.3", "k random swaps anywhere in the network",
+    form=("result = {k: [mean test accuracy over the trials, one per seed]} for k in 1..10 "
+          "(or at least four of them, 1 and 10 included)"),
+    parse=_parse_23,
+    # Ranges: the solution's 5.3 run (one swap 0.86-0.91; ten swaps 0.49-0.53; largest drop
+    # from one k to the next 0.105) and its claims (largest drop below 0.15, one swap above
+    # 0.4), widened: drop below 0.2, one swap above 0.4, ten swaps below one swap.
+    problems=lambda r: _unmet([
+        (np.all(r[1] > 0.4),
+         "One swap should not be fatal (mean accuracy well above chance, 0.2); yours is "
+         "near chance on some seed."),
+        (np.all(r[10] < r[1] - 0.1),
+         "The accuracy should fall with the number of swapped pairs; yours hardly does."),
+        (_steps_23(r).max() < 0.2,
+         "The decline should be gradual, without a cliff: no extra swapped pair should cost "
+         "more than 0.2 on average; yours has a larger step."),
+    ]),
+    accepts=("mean accuracy above 0.4 after one swap on every seed, lower after ten swaps, "
+             "and no step from k to k + 1 costing more than 0.2"),
+    mistakes=[
+        Mistake("swaps not applied", lambda r: np.ptp(np.stack(list(r.values())), 0).max() < 0.02,
+                "The accuracy does not change with k: the swaps never reach the network. "
+                "Swap entries of order and pass order to test_accuracy."),
+        Mistake("untrained network", lambda r: np.all(r[1] < 0.4) and np.all(r[10] < 0.4),
+                "Near chance even after one swap: use the trained network "
+                "(models[\"residual\"])."),
+        Mistake("seed loop reuses one model",
+                lambda r: _reused(list(r.values()), 0.21, 0.99), REUSED),
     ]))
 
 
@@ -874,134 +902,106 @@ _register(Exercise(
 
 
 # ================================================================================ Lab 5
-# 5-class spirals with the stem; DeepMLP of 24 blocks, width 32, pre-norm, alpha = 1/sqrt(L).
+# MNIST-1D, ResNet1d of width 8 with seed=SEEDS (three members), the lab's recipe.
 
-def _parse_named(result: Any, names: tuple[str, ...], **kw) -> dict:
-    """{name: one number per seed} with exactly the names asked for (others ignored)."""
+LAB5_RATES = [0.005, 0.01, 0.02, 0.05, 0.1]
+
+
+def _parse_51(result: Any) -> dict:
     table = _dict(result, "result")
     out = {}
-    for name in names:
-        if name not in table:
-            raise FormError(f"no entry \"{name}\"")
-        out[name] = _values(table[name], f"result[\"{name}\"]", **kw)
-    if len({len(v) for v in out.values()}) > 1:
-        raise FormError("every entry must hold the same seeds")
-    return out
+    for key, value in table.items():
+        depth, lr = _tuple_key(key, 2, "(depth, learning rate)")
+        depth, lr = _rate_key(depth), _rate_key(lr)
+        if depth is None or lr is None:
+            raise FormError("every key must be a tuple (depth, learning rate) of numbers")
+        out[int(depth), lr] = _values(value, "each entry", nan=True, bounds=(0, math.inf))
+    for depth in (8, 20):
+        for lr in LAB5_RATES:
+            if not any(k[0] == depth and _close(k[1], lr) for k in out):
+                raise FormError(f"no entry for ({depth}, {lr:g})")
+    return {(d, lr): next(v for k, v in out.items() if k[0] == d and _close(k[1], lr))
+            for d in (8, 20) for lr in LAB5_RATES}
+
+
+def _best_median_51(r: dict, depth: int) -> float:
+    return min(_median_nan_fail(r[depth, lr], math.inf) for lr in LAB5_RATES)
 
 
 _register(Exercise(
-    "lab5.1", "the single-block lesion with and without the stem",
-    form=('result = {"stem": [worst single-deletion cost (intact accuracy minus the lowest '
-          'accuracy with one block deleted), one per seed], "raw": [the same on the raw '
-          'points]}'),
-    parse=lambda r: _parse_named(r, ("stem", "raw"), bounds=(-1, 1)),
-    # Ranges: the solution's 5.1 run (worst cost 0.11-0.17 with the stem; raw 0.73-0.77 at
-    # its best rate, 0.64-0.69 taking the smaller of its two near-tied best rates; deleting
-    # block 1 costs 0.49 to 0.77) and its claims (raw costlier seed by seed; the stem's median
-    # deletion under 0.05); widened to below 0.3 with the stem and above 0.35 raw.
+    "lab5.1", "remove BatchNorm from the plain networks",
+    form=("result = {(depth, lr): training losses of dl.member_scores, one per seed} for "
+          "depth in (8, 20) and lr in (0.005, 0.01, 0.02, 0.05, 0.1)"),
+    parse=_parse_51,
+    # Ranges: the solution's claims (held at seeds 0-2 and 2-4, one and two threads): every
+    # 20-layer network at 0.1 within 0.05 of ln 10 or above (or NaN); at its best rate (lowest
+    # median) the 20-layer median is between 1 and ln 10 - 0.5 (1.42 in the solution) and
+    # above the 8-layer one's (0.50).
     problems=lambda r: _unmet([
-        (np.all(r["stem"] < 0.3),
-         "With the stem no single deletion should be costly (worst cost below 0.3); yours "
-         "is higher on some seed."),
-        (np.all(r["raw"] > 0.35) and np.all(r["raw"] > r["stem"]),
-         "On the raw points deleting one of the first blocks should be ruinous (worst cost "
-         "above 0.35, and above the stem's on every seed); yours is lower."),
+        (np.all(np.nan_to_num(r[20, 0.1], nan=np.inf) > LN10 - 0.05),
+         "At the lab's rate, 0.1, every 20-layer network without BatchNorm should end at the "
+         "chance loss, ln 10 (or diverge); some of yours end below it."),
+        (1 < _best_median_51(r, 20) < LN10 - 0.5,
+         "At their best rate the 20-layer networks should leave chance but stay above a "
+         "median loss of 1; yours are outside that."),
+        (_best_median_51(r, 20) > _best_median_51(r, 8),
+         "At each depth's best rate the 20-layer networks should end above the 8-layer ones; "
+         "yours do not."),
     ]),
-    accepts=("a worst single-deletion cost below 0.3 with the stem and above 0.35 (and above "
-             "the stem's, seed by seed) on the raw points"),
+    accepts=("the 20-layer networks at chance (within 0.05 of ln 10, or diverged) at 0.1 on "
+             "every seed; at their best rate a median loss between 1 and ln 10 - 0.5, above "
+             "the 8-layer networks' median at their best rate"),
     mistakes=[
-        Mistake("accuracies instead of costs",
-                lambda r: np.all(r["stem"] > 0.5) and np.all(r["raw"] < r["stem"]),
-                "These look like accuracies after the deletion, not costs: the cost is the "
-                "intact accuracy minus the accuracy with the block deleted."),
-        Mistake("untrained networks",
-                lambda r: np.all(np.abs(r["stem"]) < 0.05) and np.all(np.abs(r["raw"]) < 0.1),
-                "Almost nothing is lost by any deletion: were the networks trained? Train "
-                "them (each at its best rate) before deleting blocks."),
+        Mistake("accuracies instead of losses",
+                lambda r: all(np.all(v <= 1) for v in r.values())
+                and np.all(np.abs(r[20, 0.1] - 0.1) < 0.05),
+                "These look like accuracies (the 20-layer networks at 0.1 near 0.1): "
+                "dl.member_scores returns (losses, accuracies); use the first."),
+        Mistake("BatchNorm kept", lambda r: np.median(r[20, 0.1]) < 1,
+                "Your 20-layer networks train at 0.1: BatchNorm is still on. Pass "
+                "batchnorm=False to dl.ResNet1d (and residual=False)."),
+        Mistake("one rate for all",
+                lambda r: all(np.allclose(r[d, lr], r[d, 0.1], equal_nan=True)
+                              for d in (8, 20) for lr in LAB5_RATES),
+                "Every rate gave the same losses: train with {**RECIPE, \"lr\": lr}, not "
+                "RECIPE alone."),
         Mistake("seed loop reuses one model",
-                lambda r: _reused([r["stem"], r["raw"]], 1e-9), REUSED),
+                lambda r: _reused(list(r.values()), 1e-9, LN10 - 0.05), REUSED),
     ]))
 
 
 _register(Exercise(
-    "lab5.2", "the exact gradient per path length at initialization",
-    form=('result = {"before": [mean path length of the untrained network, one per seed], '
-          '"after": [the same after training a copy]}'),
-    parse=lambda r: _parse_named(r, ("before", "after"), bounds=(0, math.inf)),
-    # Ranges: the solution's 5.2 run (mean length 0.51-0.63 before training, 2.21-3.14 after,
-    # by projection shares; claims: longer after training on every seed, 90% of the gradient
-    # below L/2 = 12). Weighting by the norms ||G_k|| instead gives other digits, so the
-    # ranges are wide: 0.05-3 before, longer after on every seed, and below 12.
+    "lab5.2", "three times the budget",
+    form=("result = {depth: training losses of dl.member_scores after 1,200 steps, one per "
+          "seed} for depth in (8, 20)"),
+    parse=lambda r: _parse_ints(r, [8, 20], "depth", bounds=(0, math.inf)),
+    # Ranges: the solution's run (8 layers 0.011-0.021, 20 layers 0.055-0.061) and its claim
+    # that every 20-layer network ends above every 8-layer one (held at seeds 0-4); the lab's
+    # 400-step losses are 0.08-0.17 (8) and 0.50-0.81 (20): after 1,200 steps the 20-layer
+    # losses must be below 0.3 and the 8-layer ones below 0.06.
     problems=lambda r: _unmet([
-        (np.all((r["before"] > 0.05) & (r["before"] < 3)),
-         "Before training the mean path length should be short (under 3 blocks: most of the "
-         "gradient takes the shortcut); yours is outside that."),
-        (np.all(r["after"] > r["before"]),
-         "Training should lengthen the effective paths on every seed; yours does not."),
-        (np.all(r["after"] < 12),
-         "Even after training the mean path length stays far below the 12 blocks of a "
-         "typical path; yours does not."),
+        (r[20].min() > r[8].max(),
+         "Every 20-layer network should still end above every 8-layer one: degradation "
+         "survives the longer budget. Yours overlap."),
+        (np.all(r[8] < 0.06) and np.all(r[20] < 0.3),
+         "Three times the budget should bring both depths far below their 400-step losses; "
+         "yours are too high for 1,200 steps."),
     ]),
-    accepts=("a mean path length between 0.05 and 3 before training, longer after training "
-             "on every seed, and below 12 (L/2)"),
+    accepts=("every 20-layer loss above every 8-layer loss, the 8-layer losses below 0.06 and "
+             "the 20-layer ones below 0.3 (far below their 400-step values)"),
     mistakes=[
-        Mistake("same network twice", lambda r: np.allclose(r["before"], r["after"]),
-                "Before and after are the same: train a copy (copy.deepcopy(untrained)) and "
-                "measure both the untrained network and the trained copy."),
-        Mistake("counted paths", lambda r: np.all(np.abs(r["before"] - 12) < 1),
-                "About 12 blocks before training: that is the mean length of a path when "
-                "all 2**24 paths count equally. Weight each length by its gradient "
-                "(per_length_gradient), not by the number of paths."),
-        Mistake("seed loop reuses one model",
-                lambda r: _reused([r["before"], r["after"]]), REUSED),
-    ]))
-
-
-def _parse_53(result: Any) -> dict:
-    out = _parse_ints(result, [1, 10], "k", bounds=(0, 1))
-    if len(out) < 4:
-        raise FormError("give at least four values of k, from 1 to 10")
-    if len({len(v) for v in out.values()}) > 1:
-        raise FormError("every k must hold the same seeds")
-    return dict(sorted(out.items()))
-
-
-def _steps_53(r: dict) -> np.ndarray:
-    # the mean drop per extra swapped pair between consecutive k given (k x seeds)
-    ks = np.array(list(r))
-    rows = np.stack(list(r.values()))
-    return (rows[:-1] - rows[1:]) / np.diff(ks)[:, None]
-
-
-_register(Exercise(
-    "lab5.3", "k random swaps anywhere in the network",
-    form=("result = {k: [mean test accuracy over the trials, one per seed]} for k in 1..10 "
-          "(or at least four of them, 1 and 10 included)"),
-    parse=_parse_53,
-    # Ranges: the solution's 5.3 run (one swap 0.86-0.91; ten swaps 0.49-0.53; largest drop
-    # from one k to the next 0.105) and its claims (largest drop below 0.15, one swap above
-    # 0.4), widened: drop below 0.2, one swap above 0.4, ten swaps below one swap.
-    problems=lambda r: _unmet([
-        (np.all(r[1] > 0.4),
-         "One swap should not be fatal (mean accuracy well above chance, 0.2); yours is "
-         "near chance on some seed."),
-        (np.all(r[10] < r[1] - 0.1),
-         "The accuracy should fall with the number of swapped pairs; yours hardly does."),
-        (_steps_53(r).max() < 0.2,
-         "The decline should be gradual, without a cliff: no extra swapped pair should cost "
-         "more than 0.2 on average; yours has a larger step."),
-    ]),
-    accepts=("mean accuracy above 0.4 after one swap on every seed, lower after ten swaps, "
-             "and no step from k to k + 1 costing more than 0.2"),
-    mistakes=[
-        Mistake("swaps not applied", lambda r: np.ptp(np.stack(list(r.values())), 0).max() < 0.02,
-                "The accuracy does not change with k: the swaps never reach the network. "
-                "Swap entries of order and pass order to test_accuracy."),
-        Mistake("untrained network", lambda r: np.all(r[1] < 0.4) and np.all(r[10] < 0.4),
-                "Near chance even after one swap: use the trained network "
-                "(models[\"residual\"])."),
-        Mistake("seed loop reuses one model",
-                lambda r: _reused(list(r.values()), 0.21, 0.99), REUSED),
+        Mistake("accuracies instead of losses",
+                lambda r: np.all(r[8] > 0.9) and np.all(r[8] <= 1),
+                "These look like accuracies: dl.member_scores returns (losses, accuracies); "
+                "use the first."),
+        Mistake("400 steps", lambda r: np.median(r[20]) > 0.3,
+                "The 20-layer losses are as high as after the lab's 400 steps: train with "
+                "{**RECIPE, \"steps\": 1200}."),
+        Mistake("residual networks", lambda r: np.median(r[20]) < np.median(r[8]),
+                "Your 20-layer networks end below the 8-layer ones, like residual networks: "
+                "build them with residual=False."),
+        Mistake("seed loop reuses one model", lambda r: _reused(list(r.values()), 1e-9),
+                REUSED),
     ]))
 
 

@@ -94,7 +94,7 @@ def best_rates(scores: Mapping, better: str = "lower", tie_break: Mapping | None
     better as ``tie_better`` says; a tie that remains goes to the smaller rate. A best rate at
     either end of the swept range means the sweep should be widened; :func:`rate_table` marks it.
 
-    Introduced in Lab 2 (labs/lab2_degradation).
+    Introduced in Lab 5 (labs/lab5_degradation).
     """
     choice("better", better, BETTER)
     choice("tie_better", tie_better, BETTER)
@@ -139,7 +139,7 @@ def rate_table(scores: Mapping, better: str = "lower", digits: int = 3,
     largest rate tried. An arm that no rate scored (every median "never" or NaN) has no bold
     cell; its best-rate column says "none", with the rate the tie-break chose, if one was given.
 
-    Introduced with :func:`best_rates` in Lab 2 (labs/lab2_degradation).
+    Introduced with :func:`best_rates` in Lab 5 (labs/lab5_degradation).
     """
     best = best_rates(scores, better, tie_break, tie_better)
     table = _by_arm(scores)

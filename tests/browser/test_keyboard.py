@@ -1,7 +1,7 @@
 """One chapter and one lab used with the keyboard alone, and their figures read as a screen
 reader gets them (Chromium's accessibility tree, through the DevTools protocol).
 
-On chapters/03_gradient_highway and labs/lab5_ensembles, in both themes:
+On chapters/03_gradient_highway and labs/lab2_ensembles, in both themes:
 
 * Tab walks the whole page: it starts at "Skip to main content" (which takes the focus to the
   article), never lands on something
@@ -34,7 +34,7 @@ from sitekit import SHOTS, SITE, THEMES, offline_page, open_page, require_chromi
 
 require_chromium()
 
-PAGES = ["chapters/03_gradient_highway.html", "labs/lab5_ensembles.html"]
+PAGES = ["chapters/03_gradient_highway.html", "labs/lab2_ensembles.html"]
 MAX_STOPS = 2000  # a walk longer than this is a keyboard trap (the pages have a few hundred)
 SAMPLES_PER_KIND = 2  # stops of each kind whose focus indicator is checked in pixels
 
