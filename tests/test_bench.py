@@ -64,9 +64,9 @@ def test_robustness_shows_every_check_at_its_worst_and_counts_the_runs_it_held_i
 
 def test_a_run_over_some_notebooks_replaces_only_theirs(tmp_path):
     old = dict(rows=[dict(path="labs/lab1_fifty_layers.ipynb", seconds=50),
-                     dict(path="labs/lab2_degradation.ipynb", seconds=60)],
+                     dict(path="labs/lab5_degradation.ipynb", seconds=60)],
                runs=[run(0, "1 thread", a=record(0.2, "<", 0.5)),
-                     dict(run(1, "1 thread"), path="labs/lab2_degradation.ipynb")],
+                     dict(run(1, "1 thread"), path="labs/lab5_degradation.ipynb")],
                configs=["1 thread"], seeds=[0, 1])
     new = dict(rows=[dict(path="labs/lab1_fifty_layers.ipynb", seconds=40)],
                runs=[dict(run(0, "1 thread"), path="labs/lab1_fifty_layers.ipynb")],
@@ -74,9 +74,9 @@ def test_a_run_over_some_notebooks_replaces_only_theirs(tmp_path):
                device="cpu")
     merged = bench.merge(old, new)
     assert [(r["path"], r["seconds"]) for r in merged["rows"]] == [
-        ("labs/lab1_fifty_layers.ipynb", 40), ("labs/lab2_degradation.ipynb", 60)]
+        ("labs/lab1_fifty_layers.ipynb", 40), ("labs/lab5_degradation.ipynb", 60)]
     assert sorted(r["path"] for r in merged["runs"]) == [
-        "labs/lab1_fifty_layers.ipynb", "labs/lab2_degradation.ipynb", "labs/x.ipynb"]
+        "labs/lab1_fifty_layers.ipynb", "labs/lab5_degradation.ipynb", "labs/x.ipynb"]
     assert merged["configs"] == ["1 thread", "2 threads, default kernels"]
 
 
@@ -243,3 +243,25 @@ def test_the_page_renders_from_the_matrix_alone(tmp_path):
     assert "has not timed the notebooks" in page
     assert "grows" in page and "Every check held in every run." in page
     assert "seed 0 on one thread" in page
+
+
+def test_the_page_says_which_seeds_each_configuration_ran():
+    """Seeds 1-4 on one thread and seed 0 with the other kernels: the page must not say that
+    every seed ran in every configuration."""
+    def run(seed, config):
+        return dict(path="labs/lab9.ipynb", seed=seed, config=config, error=None, seconds=3.0,
+                    conclusions_failed=False, cpu="cpu", date="2026-11-26", device="cpu",
+                    checks={"grows": dict(measured=5.0, op=">", threshold=2.0, holds=True,
+                                          written="before the data")})
+    results = dict(machine=dict(cpu="cpu", cores=2, date="2026-11-26", python="3.11",
+                                torch="2", numpy="2", matplotlib="3"),
+                   device="cpu", rows=[],
+                   runs=[run(s, bench.ONE_THREAD) for s in (1, 2, 3, 4)]
+                   + [run(0, bench.OTHER_KERNELS)],
+                   seeds=[0, 1, 2, 3, 4], configs=[bench.ONE_THREAD, bench.OTHER_KERNELS])
+    page = bench.render(results)
+    assert "at seeds 1, 2, 3 and 4 in *1 thread*" in page
+    assert "at seed 0 in *2 threads, default kernels*" in page
+    assert "in each of these configurations" not in page
+    same = dict(results, runs=[run(s, c) for s in (1, 2) for c in results["configs"]])
+    assert "at seeds 1 and 2 in each of these configurations: *1 thread*" in bench.render(same)

@@ -425,14 +425,32 @@ def summary(rows: list[dict], cores: int | None = None) -> str:
     return " ".join(text)
 
 
+def _config_text(name: str) -> str:
+    env = CONFIGS.get(name, {})
+    settings = ", ".join(f"`{k}={v}`" for k, v in env.items()) or "no variable set"
+    return f"*{name}* ({settings})"
+
+
 def _configs_text(results: dict) -> str:
-    names = results.get("configs", [])
-    parts = []
-    for name in names:
-        env = CONFIGS.get(name, {})
-        settings = ", ".join(f"`{k}={v}`" for k, v in env.items()) or "no variable set"
-        parts.append(f"*{name}* ({settings})")
+    parts = [_config_text(name) for name in results.get("configs", [])]
     return _list(parts) if parts else "none"
+
+
+def _seeds_text(matrix: list[dict], results: dict) -> str:
+    """"at seeds 1, 2, 3 and 4 in each of these configurations: ...", or, where the
+    configurations were run at different seeds, the seeds of each."""
+    seeds = {}
+    for r in matrix:
+        seeds.setdefault(r["config"], set()).add(r["seed"])
+    if len({frozenset(s) for s in seeds.values()}) <= 1:
+        every = sorted(set().union(*seeds.values())) if seeds else []
+        return (f"at seeds {_list([str(s) for s in every])} in each of these configurations: "
+                f"{_configs_text(results)}")
+    order = [c for c in results.get("configs", []) if c in seeds] + sorted(
+        set(seeds) - set(results.get("configs", [])))
+    return _list([f"at {'seed' if len(seeds[c]) == 1 else 'seeds'} "
+                  f"{_list([str(s) for s in sorted(seeds[c])])} in {_config_text(c)}"
+                  for c in order])
 
 
 def _provenance_lines(results: dict) -> list[str]:
@@ -495,7 +513,6 @@ def render(results: dict) -> str:
     notebooks_checked = len({r["path"] for r in checked})
     runs = results.get("runs", [])
     matrix = [r for r in runs if r["config"] != LEARNER]  # beyond the timed pass
-    seeds = sorted({r["seed"] for r in matrix}) or sorted({r["seed"] for r in runs})
     in_matrix = sorted({_name(r["path"]) for r in matrix})
     timed_only = sorted({_name(r["path"]) for r in checked} - set(in_matrix)) if matrix else []
     verdict = ("Every check held in every run." if every else
@@ -510,11 +527,9 @@ def render(results: dict) -> str:
         + (f"Besides the timed run above (*{LEARNER}*, seed 0), " if rows else
            "Besides the run that stored their outputs (seed 0 on one thread, which every "
            "`make test` repeats), ")
-        + ("`make bench` executed each of them at seeds " if not timed_only else
-           f"`make bench` executed {_count(len(in_matrix), 'notebook')} ({_list(in_matrix)}) "
-           "at seeds ")
-        + f"{_list([str(s) for s in seeds])} in each of these configurations: "
-        f"{_configs_text(results)}"
+        + ("`make bench` executed each of them " if not timed_only else
+           f"`make bench` executed {_count(len(in_matrix), 'notebook')} ({_list(in_matrix)}) ")
+        + _seeds_text(matrix or runs, results)
         + (f"; the other {_count(len(timed_only), 'notebook')} only in the timed run, since "
            "they last changed" if timed_only else "")
         + ". `DEPTHLAB_SEED` shifts every seed a notebook uses for "
