@@ -263,5 +263,6 @@ def test_the_page_says_which_seeds_each_configuration_ran():
     assert "at seeds 1, 2, 3 and 4 in *1 thread*" in page
     assert "at seed 0 in *2 threads, default kernels*" in page
     assert "in each of these configurations" not in page
+    assert "the other notebooks have not been run" in page  # one of the course's 29
     same = dict(results, runs=[run(s, c) for s in (1, 2) for c in results["configs"]])
     assert "at seeds 1 and 2 in each of these configurations: *1 thread*" in bench.render(same)

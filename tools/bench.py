@@ -522,8 +522,9 @@ def render(results: dict) -> str:
         "Every notebook ends by checking the claims its text rests on "
         f"(`depthlab.conclusions`). The results below cover "
         f"{_count(notebooks_checked, 'notebook')} ({_list(sorted({_name(r['path']) for r in checked}))}), "
-        f"{_count(len(checked), 'check')} in all; the other notebooks have not been run by "
-        "`make bench` since they last changed. "
+        f"{_count(len(checked), 'check')} in all"
+        + ("; the other notebooks have not been run by `make bench` since they last changed. "
+           if notebooks_checked < len(notebooks([])) else ". ")
         + (f"Besides the timed run above (*{LEARNER}*, seed 0), " if rows else
            "Besides the run that stored their outputs (seed 0 on one thread, which every "
            "`make test` repeats), ")
