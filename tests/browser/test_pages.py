@@ -227,14 +227,13 @@ def describe(violation) -> str:
 
 
 def no_serious_accessibility_violations(page, name, theme):
-    """axe-core's runs for ``theme`` (axe loaded, the repeats flattened and marked once the rules
-    that see the page as it loaded have run); every violation goes to axe_report.txt."""
+    """axe-core's runs for ``theme`` (axe already loaded); every violation goes to
+    axe_report.txt."""
     found = []
     for context, options in AXE_RUNS[theme]:
-        if options is COLOUR and not page.evaluate("window.dlRepeatsLeftOut === true"):
-            page.evaluate(FLATTEN_REPEATED_TOKENS)
-            page.evaluate(MARK_REPEATED_ROWS)
-            page.evaluate("window.dlRepeatsLeftOut = true")
+        if options is COLOUR:  # after the other rules, which see the page as it loaded; both
+            page.evaluate(FLATTEN_REPEATED_TOKENS)  # are idempotent: a second theme's run
+            page.evaluate(MARK_REPEATED_ROWS)  # finds nothing more to flatten or mark
         found += page.evaluate("([context, options]) => axe.run(context, options)"
                                ".then(r => r.violations)", [context, options])
     append_lines(AXE_REPORT, [f"{theme:5s} {name}: {describe(v)}" for v in found])
