@@ -61,6 +61,49 @@ def test_the_watchdog_stops_a_cell_when_nbclient_does_not(tmp_path):
     assert "ran longer than 1 s" in execute.failure(error.value, client, 1)
 
 
+def clients_whose_first_kernels_die(monkeypatch, deaths):
+    """Make the first ``deaths`` kernels die while starting, as the loser of a port race
+    does; return the list of clients made."""
+    made = []
+
+    def new_client(*args, **kwargs):
+        client = make(*args, **kwargs)
+        made.append(client)
+        if len(made) <= deaths:
+            def setup_kernel(**_):
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            client.setup_kernel = setup_kernel
+        return client
+
+    make = execute.new_client
+    monkeypatch.setattr(execute, "new_client", new_client)
+    return made
+
+
+def test_a_kernel_that_dies_while_starting_is_started_again(tmp_path, monkeypatch):
+    made = clients_whose_first_kernels_die(monkeypatch, execute.KERNEL_STARTS - 1)
+    path = notebook(tmp_path, "6 * 7")
+    execute.execute(path)
+    assert len(made) == execute.KERNEL_STARTS
+    assert nbformat.read(path, as_version=4).cells[0].outputs[0].data["text/plain"] == "42"
+
+
+def test_kernels_that_keep_dying_fail_the_notebook(tmp_path, monkeypatch):
+    made = clients_whose_first_kernels_die(monkeypatch, execute.KERNEL_STARTS)
+    path = notebook(tmp_path, "6 * 7")
+    before = path.read_text()
+    with pytest.raises(RuntimeError, match="Kernel died before replying"):
+        execute.execute(path)
+    assert len(made) == execute.KERNEL_STARTS and path.read_text() == before
+
+
+def test_a_cell_that_fails_is_not_run_again(tmp_path, monkeypatch):
+    made = clients_whose_first_kernels_die(monkeypatch, 0)
+    with pytest.raises(RuntimeError, match="a cell raised KeyError"):
+        execute.execute(notebook(tmp_path, "raise KeyError('oops')"))
+    assert len(made) == 1
+
+
 def test_command_line_runs_every_notebook_and_reports_the_failures(tmp_path, capsys):
     good = notebook(tmp_path, "1 + 1", name="good.ipynb")
     bad = notebook(tmp_path, "raise KeyError('oops')", name="bad.ipynb")
