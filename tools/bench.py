@@ -213,13 +213,13 @@ def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT,
     # executed as one notebook, never written back: the meter first, the probe last
     setup, probe = nbformat.v4.new_code_cell(_SETUP), nbformat.v4.new_code_cell(_PROBE)
     nb.cells = [setup, *nb.cells, probe]
-    client = execute.new_client(nb, path, timeout=timeout)
+    client = None
     kernel_env = {**os.environ, **(env or {}), "DEPTHLAB_SEED": str(seed)}
     stats = dict(memory=None, training=[], conclusions_failed=None, error=None,
                  load=_load())
     start = time.perf_counter()
     try:
-        with client.setup_kernel(env=kernel_env):
+        with execute.running_kernel(nb, path, timeout=timeout, env=kernel_env) as client:
             for index, cell in enumerate(nb.cells[:-1]):
                 try:
                     client.execute_cell(cell, index)
@@ -233,8 +233,6 @@ def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT,
     except Exception as error:  # noqa: BLE001 -- recorded; the bench goes on with the others
         stats["error"] = execute.failure(error, client, timeout).splitlines()[0]
         stats.setdefault("seconds", time.perf_counter() - start)
-    finally:
-        execute.finish(client)
     if stats["load"] is not None:  # the machine's load while the notebook ran: start and end
         stats["load"] = (stats["load"] + _load()) / 2
     stats["checks"] = glued_checks(nb)

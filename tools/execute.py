@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import nbformat
@@ -109,9 +110,29 @@ def finish(client: NotebookClient) -> None:
     client.watchdog.disarm()
 
 
-def failure(error: Exception, client: NotebookClient, timeout: int) -> str:
-    """One message saying why executing a notebook failed."""
-    if isinstance(error, CellTimeoutError) or client.watchdog.fired:
+@contextmanager
+def running_kernel(nb, path: Path, *, timeout: int = CELL_TIMEOUT, env: dict | None = None):
+    """A :func:`new_client` for ``nb`` with its kernel running (environment ``env``, or this
+    process's), shut down and its watchdog stopped on leaving. A kernel that dies while starting
+    is started again, up to :data:`KERNEL_STARTS` times in all."""
+    for attempt in range(1, KERNEL_STARTS + 1):
+        client = new_client(nb, path, timeout=timeout)
+        with ExitStack() as stack:
+            stack.callback(finish, client)
+            try:
+                stack.enter_context(client.setup_kernel(**({"env": env} if env else {})))
+            except RuntimeError:  # it died before replying: no cell has run
+                if attempt == KERNEL_STARTS:
+                    raise
+                continue
+            yield client
+            return
+
+
+def failure(error: Exception, client: NotebookClient | None, timeout: int) -> str:
+    """One message saying why executing a notebook failed (``client`` None: no kernel ran)."""
+    fired = client is not None and client.watchdog.fired
+    if isinstance(error, CellTimeoutError) or fired:
         return (f"a cell ran longer than {timeout} s and was stopped (--timeout sets the "
                 f"limit; on an idle machine the course's cells need under a minute)")
     if isinstance(error, DeadKernelError):
@@ -175,25 +196,16 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT) -> float:
     probe = nbformat.v4.new_code_cell(_ABOUT_KERNEL)
     cells = list(nb.cells)
     nb.cells.append(probe)  # run after the notebook, never written
+    client = None
     try:
-        for attempt in range(1, KERNEL_STARTS + 1):
-            client = new_client(nb, path, timeout=timeout)
-            started = False
-            try:
-                with client.setup_kernel():
-                    started = True
-                    start = time.perf_counter()
-                    for index, cell in enumerate(cells):
-                        client.execute_cell(cell, index)
-                    seconds = time.perf_counter() - start
-                    client.execute_cell(probe, len(cells))
-                break
-            except Exception as error:  # noqa: BLE001 -- reported with its reason below
-                if started or attempt == KERNEL_STARTS:
-                    raise RuntimeError(failure(error, client, timeout)) from error
-                # the kernel died while starting and no cell ran: start another
-            finally:
-                finish(client)
+        with running_kernel(nb, path, timeout=timeout) as client:
+            start = time.perf_counter()
+            for index, cell in enumerate(cells):
+                client.execute_cell(cell, index)
+            seconds = time.perf_counter() - start
+            client.execute_cell(probe, len(cells))
+    except Exception as error:  # noqa: BLE001 -- reported with its reason below
+        raise RuntimeError(failure(error, client, timeout)) from error
     finally:
         nb.cells = cells
     printed = "".join(o.get("text", "") for o in probe.get("outputs", [])
