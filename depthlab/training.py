@@ -176,12 +176,15 @@ class _OneModel:
                  betas=ADAM_BETAS, record="layers", loss_scale=1.0):
         self.model, self.lr, self.record = model, lr, record
         self.loss_scale = loss_scale
+        # foreach=True: one call per operation for all the parameter tensors instead of a Python
+        # loop over them (PyTorch's default on the GPU, not on the CPU). The arithmetic is the
+        # same, bit for bit (tests/test_depthlab.py), and small models train about a third faster.
         if optimizer == "adam":
             self.opt = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=adam_eps,
-                                        weight_decay=weight_decay)
+                                        weight_decay=weight_decay, foreach=True)
         else:
             self.opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=MOMENTUM,
-                                       weight_decay=weight_decay)
+                                       weight_decay=weight_decay, foreach=True)
         if record == "layers":
             self.weights = model.block_weights()
             self.scales = _branch_scales(model)

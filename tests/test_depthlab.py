@@ -280,6 +280,36 @@ def test_training_is_deterministic():
     np.testing.assert_array_equal(runs[0], runs[1])
 
 
+@pytest.mark.parametrize("optimizer, weight_decay", [("adam", 0.0), ("adam", 1e-3),
+                                                      ("sgd", 1e-3)])
+def test_the_foreach_optimizers_step_exactly_as_the_per_tensor_loop(monkeypatch, optimizer,
+                                                                     weight_decay):
+    # depthlab asks torch.optim for foreach=True (faster); the stored outputs were made with the
+    # per-tensor loop, the CPU's default: the two must agree bit for bit
+    def run(foreach):
+        if foreach is False:
+            for name in ("Adam", "SGD"):
+                made = getattr(torch.optim, name)
+                monkeypatch.setattr(torch.optim, name,
+                                    lambda *a, made=made, **k: made(*a, **{**k, "foreach": False}))
+        X, y = dl.two_spirals(128, seed=2)
+        model = dl.DeepMLP(4, 16, init="he", norm="pre", alpha="rezero", seed=3)
+        h = dl.train(model, X, y, steps=25, lr=1e-2, optimizer=optimizer, batch_size=32,
+                     warmup=5, weight_decay=weight_decay, seed=5, device="cpu")
+        tokens, targets = dl.sequence_task(64, kind="sort", length=4, vocab=6, seed=0)
+        net = dl.TinyTransformer(6, 4, depth=2, d_model=8, n_heads=2, seed=1)
+        s = dl.train_sequence(net, tokens, targets, steps=10, lr=3e-3, warmup=3, batch_size=16,
+                              device="cpu")
+        monkeypatch.undo()
+        return ([h.loss, h.update_ratio, s.loss],
+                [p.detach().clone() for p in [*model.parameters(), *net.parameters()]])
+
+    (records, weights), (records_loop, weights_loop) = run(True), run(False)
+    for a, b in zip(records, records_loop):
+        np.testing.assert_array_equal(a, b)
+    assert all(torch.equal(a, b) for a, b in zip(weights, weights_loop))
+
+
 def test_rezero_alphas_move_during_training():
     torch.manual_seed(0)
     X, y = dl.two_spirals(128, seed=0)
