@@ -24,9 +24,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import execute  # noqa: E402  (make execute's kernel start, tried again if the kernel dies)
+
 SANITIZER = ROOT / "tests" / "nbval" / "portable.cfg"
 
 # The reference notebook: a sentence with trained numbers in it, a table, glued values and a
@@ -62,14 +64,10 @@ def notebook(cells: dict[str, str]):
 
 def executed(cells: dict[str, str], folder: Path):
     nb = notebook(cells)
-    for attempt in range(3):
-        try:
-            NotebookClient(nb, timeout=120, kernel_name="python3",
-                           resources={"metadata": {"path": str(folder)}}).execute()
-            return nb
-        except RuntimeError:  # the kernel died while starting: a port taken by another kernel
-            if attempt == 2:
-                raise
+    with execute.running_kernel(nb, folder / "reference.ipynb", timeout=120) as client:
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+    return nb
 
 
 @pytest.fixture(scope="module")
