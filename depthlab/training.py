@@ -80,16 +80,14 @@ class History(Record):
     def first(self, steps: int) -> History:
         """The first ``steps`` steps of this history, as a History of their own.
 
-        Training is deterministic and, without warmup, has no schedule that depends on its
-        length, so the first ``n`` steps of a long run are what an ``n``-step run would have
-        recorded: a short run can be read off a long one instead of being trained again.
+        Training is deterministic and its learning rate does not depend on the run's length
+        (the warm-up ramps over its own number of steps, then stays), so the first ``n`` steps
+        of a long run are what an ``n``-step run would have recorded: a short run can be read
+        off a long one instead of being trained again.
         """
         steps = positive_int("steps", steps)
         if steps > self.steps:
             raise ValueError(f"steps must be <= the {self.steps} steps recorded, got {steps}")
-        if self.meta.get("warmup"):
-            raise ValueError("a run with warmup has a schedule that depends on its length; "
-                             "its first steps are not a shorter run")
         diverged = self.diverged_at
         if diverged is not None and diverged >= steps:
             diverged = None
@@ -135,7 +133,7 @@ def _branch_scales(model: nn.Module) -> list[torch.Tensor] | None:
 
 
 def _fit(trainee, X, y, *, steps: int, warmup: int, batch_size, seed: int, device,
-         columns: int):
+         columns: int, after_step=lambda n: None):
     """The training loop: ``steps`` steps of ``trainee`` on minibatches of ``(X, y)``.
 
     ``trainee.step(xb, yb, lr_factor)`` runs one step of each of its ``K`` models and returns
@@ -143,7 +141,7 @@ def _fit(trainee, X, y, *, steps: int, warmup: int, batch_size, seed: int, devic
     first), and which models had a finite loss and were stepped. A model whose loss is not finite
     stops there. ``warmup`` is one number of warm-up steps for all, or one per model. Returns
     ``(rows (K, steps, columns), lr_factors (K, steps), diverged_at)``: rows of steps not taken
-    are NaN.
+    are NaN. ``after_step(n)`` is called after the ``n``-th step taken (n = 1, 2, ...).
     """
     k = trainee.k
     warmups = [warmup] * k if isinstance(warmup, int) else list(warmup)
@@ -160,6 +158,7 @@ def _fit(trainee, X, y, *, steps: int, warmup: int, batch_size, seed: int, devic
         if not alive.any():
             break
         rows[alive, t] = row[alive]
+        after_step(t + 1)
     return rows, factors, diverged
 
 

@@ -33,6 +33,7 @@ backward pass, as Xiong et al. analyse it.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -369,12 +370,13 @@ class SeqHistory(Record):
     lr: np.ndarray            # learning rate used at each step
     diverged_at: int | None = None
     meta: dict = field(default_factory=dict)
+    snapshots: dict = field(default_factory=dict)  # step n -> the model after n steps
 
 
 def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps: int = 200,
                    lr: float = 1e-3, warmup: int = 0, batch_size: int = 64,
                    betas: tuple[float, float] = (0.9, 0.98), seed: int = 0,
-                   device=None) -> SeqHistory:
+                   snapshots=(), device=None) -> SeqHistory:
     """Train ``model`` to predict ``Y`` from ``X`` (cross-entropy at every position) with Adam.
 
     Parameters
@@ -397,6 +399,13 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
         Adam's ``(beta1, beta2)``; the default ``(0.9, 0.98)`` is the original transformer's.
     seed:
         Seed for the batch order.
+    snapshots:
+        Step counts ``n`` (each in ``1 .. steps``) after which a copy of the model is kept, in
+        ``history.snapshots[n]``. Such a copy is the model a run of ``n`` steps would return:
+        the warm-up's ramp does not depend on the length of the run, and the batches and
+        LayerDrop's draws come from seeded generators, so one long run gives the shorter runs
+        too, without training them again. A run that diverges keeps none after that step. A
+        snapshot holds the model, not Adam's state: training it further is a new run.
     device:
         Where to train; default CUDA when available, else the CPU.
 
@@ -417,17 +426,36 @@ def train_sequence(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps:
     batch_size = _checks.batch_size(batch_size, len(X), "sequences")
     betas = _checks.betas(betas)
     _checks.same_dtype(model, X)
+    keep = _snapshot_steps(snapshots, steps)
     device = default_device() if device is None else torch.device(device)
+    home, mode, kept = next(model.parameters()).device, model.training, {}
+
+    def after_step(n):  # a copy of the weights (not of this step's gradients), kept at home
+        if n in keep:
+            kept[n] = copy.deepcopy(model).to(home).train(mode)
+            kept[n].zero_grad(set_to_none=True)
+
     with _on([model], device):
         trainee = _OneModel(model, "adam", lr=lr, betas=tuple(betas), record="total")
         rows, factors, (diverged_at,) = _fit(
             trainee, X.to(device), Y.to(device), steps=steps, warmup=warmup,
-            batch_size=batch_size, seed=seed, device=device, columns=trainee.columns)
+            batch_size=batch_size, seed=seed, device=device, columns=trainee.columns,
+            after_step=after_step)
     rows = rows[0]
     return SeqHistory(loss=rows[:, 0], accuracy=rows[:, 1], grad_norm=rows[:, 2],
                       lr=lr * factors[0], diverged_at=diverged_at,
                       meta=dict(steps=steps, lr=lr, warmup=warmup, batch_size=batch_size,
-                                betas=tuple(betas), seed=seed, device=str(device)))
+                                betas=tuple(betas), seed=seed, device=str(device)),
+                      snapshots=kept)
+
+
+def _snapshot_steps(snapshots, steps: int) -> set[int]:
+    if isinstance(snapshots, (str, bytes)) or not hasattr(snapshots, "__iter__"):
+        raise ValueError(f"snapshots must be a list of step counts in 1..{steps}, got {snapshots!r}")
+    keep = {positive_int("each of snapshots", n) for n in snapshots}
+    if keep and max(keep) > steps:
+        raise ValueError(f"each of snapshots must be <= steps={steps}, got {max(keep)}")
+    return keep
 
 
 @torch.no_grad()

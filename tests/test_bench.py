@@ -60,6 +60,10 @@ def test_robustness_shows_every_check_at_its_worst_and_counts_the_runs_it_held_i
     assert "| x | `b` | > 10 | 8 | seed 1, 1 thread | **1 of 3** |" in lines  # and missing once
     rows, every = bench.robustness([run(0, "1 thread", a=record(0.2, "<", 0.5, "after a run"))])
     assert every and "`a` (after a run)" in bench.robustness_table(rows)[-1]
+    # a refuted prediction: its record is the complement of the prediction, and says so
+    refuted = dict(record(0.08, ">", 0.02), verdict="refuted")
+    rows, every = bench.robustness([run(0, "1 thread", c=refuted)])
+    assert every and "`c` (refuted prediction) | > 0.02 | 0.08" in bench.robustness_table(rows)[-1]
 
 
 def test_a_run_over_some_notebooks_replaces_only_theirs(tmp_path):

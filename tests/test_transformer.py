@@ -278,6 +278,40 @@ def test_training_is_deterministic_and_warmup_ramps_the_rate():
     np.testing.assert_allclose(runs[0].lr[:5], [2.5e-3, 5e-3, 7.5e-3, 1e-2, 1e-2])
 
 
+def test_a_snapshot_is_the_model_a_shorter_run_returns():
+    # LayerDrop, a warm-up and a seeded batch order: everything the shorter run must repeat
+    X, Y = dl.sequence_task(64, kind="sort", length=5, vocab=6, seed=0)
+    args = dict(lr=1e-2, warmup=4, batch_size=16, seed=3, device="cpu")
+
+    def net():
+        return dl.TinyTransformer(6, 5, 3, d_model=16, n_heads=2, layer_drop=0.3, seed=1)
+
+    long = dl.train_sequence(net(), X, Y, steps=12, snapshots=[7, 5], **args)
+    assert list(long.snapshots) == [5, 7]
+    for n, snapshot in long.snapshots.items():
+        short_net = net()
+        short = dl.train_sequence(short_net, X, Y, steps=n, **args)
+        np.testing.assert_array_equal(short.loss, long.loss[:n])
+        assert snapshot.training and snapshot is not short_net
+        assert all(p.grad is None for p in snapshot.parameters())
+        for (name, a), b in zip(snapshot.state_dict().items(), short_net.state_dict().values()):
+            assert torch.equal(a, b), f"{name} differs after {n} steps"
+    assert dl.train_sequence(net(), X, Y, steps=3, **args).snapshots == {}
+
+
+@pytest.mark.parametrize("snapshots, message", [
+    ([0], "each of snapshots must be an integer >= 1"),
+    ([4, 13], "each of snapshots must be <= steps=12"),
+    (5, r"snapshots must be a list of step counts in 1..12"),
+    ("5", r"snapshots must be a list of step counts in 1..12"),
+])
+def test_bad_snapshots_say_what_is_allowed(snapshots, message):
+    X, Y = dl.sequence_task(16, length=4, vocab=5)
+    model = dl.TinyTransformer(5, 4, 1, d_model=8, n_heads=2)
+    with pytest.raises(ValueError, match=message):
+        dl.train_sequence(model, X, Y, steps=12, batch_size=8, snapshots=snapshots, device="cpu")
+
+
 # ---------------------------------------------------------------- argument checks
 
 

@@ -356,8 +356,10 @@ def robustness_table(rows: list[dict]) -> list[str]:
         held = f"{r['held']} of {r['runs']}"
         if r["held"] < r["runs"]:
             held = f"**{held}**"
-        written = "" if w.get("written", "before the data") == "before the data" else (
-            f" ({w['written']})")
+        notes = [] if w.get("written", "before the data") == "before the data" else [w["written"]]
+        if w.get("verdict") == "refuted":  # its row is the opposite of what it predicted
+            notes.append("refuted prediction")
+        written = f" ({', '.join(notes)})" if notes else ""
         lines.append(f"| {_name(r['path'])} | `{r['name']}`{written} | {w['op']} "
                      f"{_fmt(w['threshold'])} | {_fmt(w['measured'])}{close} | {where} | "
                      f"{held} |")
@@ -540,7 +542,9 @@ def render(results: dict) -> str:
         "nearest to failing) against its threshold, and the run it came from. "
         + (f"{_count(close, 'check')} came within {CLOSE:.0%} of the threshold (marked "
            "*close*): they hold, with little to spare. " if close else "")
-        + "A check written after a trial run or after the run itself says so next to its name.",
+        + "A check written after a trial run or after the run itself says so next to its name. "
+        "A prediction that the text reports as refuted is marked *refuted prediction*: its row "
+        "is the opposite of what it predicted, and it holds where the prediction failed.",
         "",
         *robustness_table(checked),
         "",
