@@ -286,13 +286,14 @@ def test_a_snapshot_is_the_model_a_shorter_run_returns():
     def net():
         return dl.TinyTransformer(6, 5, 3, d_model=16, n_heads=2, layer_drop=0.3, seed=1)
 
-    long = dl.train_sequence(net(), X, Y, steps=12, snapshots=[7, 5], **args)
+    long_net = net()
+    long = dl.train_sequence(long_net, X, Y, steps=12, snapshots=[7, 5], **args)
     assert list(long.snapshots) == [5, 7]
     for n, snapshot in long.snapshots.items():
         short_net = net()
         short = dl.train_sequence(short_net, X, Y, steps=n, **args)
         np.testing.assert_array_equal(short.loss, long.loss[:n])
-        assert snapshot.training and snapshot is not short_net
+        assert snapshot.training and snapshot is not long_net  # a copy, not the model trained on
         assert all(p.grad is None for p in snapshot.parameters())
         for (name, a), b in zip(snapshot.state_dict().items(), short_net.state_dict().values()):
             assert torch.equal(a, b), f"{name} differs after {n} steps"
