@@ -16,7 +16,8 @@ with ``T_0 = I`` and ``T_L = J_L ... J_1`` (the only path of a plain network). T
 
 * :func:`path_length_pmf` and :func:`path_fraction`: how the ``2^L`` paths spread over lengths;
 * :func:`expand_product`: the terms ``T_0 .. T_L`` of a given list of branch Jacobians;
-* :func:`branch_jacobians`: the branch Jacobians ``J_l`` of a residual :class:`DeepMLP` at one input.
+* :func:`branch_jacobians`: the branch Jacobians ``J_l`` of a residual :class:`DeepMLP` at one input;
+* :func:`mean_length`: the mean length of a profile over lengths (``||T_k||``, gradient shares).
 """
 
 from __future__ import annotations
@@ -131,3 +132,19 @@ def branch_jacobians(model, u: torch.Tensor) -> np.ndarray:
         with torch.no_grad():
             x = block(x)
     return np.stack(jacobians)
+
+
+def mean_length(weights) -> float:
+    """The mean path length ``sum_k k w_k / sum_k w_k`` of a profile ``w_0 .. w_L`` over lengths.
+
+    ``weights[k]`` is what the paths of length ``k`` carry: the norm ``||T_k||`` of their sum in
+    Chapter 3, their share of the gradient in Lab 2 (a share can be negative, where those paths
+    point against the total). Returns a float.
+
+    Introduced in Chapter 3 (chapters/03_gradient_highway).
+    """
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 1 or w.size == 0 or not np.isfinite(w).all() or w.sum() == 0:
+        raise ValueError("weights must be a non-empty 1-D array of finite numbers (one per path "
+                         f"length 0, 1, ...) whose sum is not zero, got {np.asarray(weights)!r}")
+    return float(np.sum(np.arange(w.size) * w) / np.sum(w))

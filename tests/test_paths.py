@@ -138,3 +138,22 @@ def test_branch_jacobians_need_one_input_vector():
     model = dl.DeepMLP(3, 4)
     with pytest.raises(ValueError, match=r"one input vector \(1-D tensor\), got shape \(5, 2\)"):
         paths.branch_jacobians(model, torch.zeros(5, 2))
+
+
+# ---------------------------------------------------------------- mean length
+
+
+def test_mean_length_weights_each_length_by_its_share():
+    assert paths.mean_length([1, 0, 0]) == 0.0          # everything on the shortcut path
+    assert paths.mean_length([0, 0, 2]) == 2.0
+    assert paths.mean_length([1, 1]) == 0.5
+    # the Binomial(n, 1/2) profile of all 2^n paths has mean n / 2
+    assert paths.mean_length(paths.path_length_pmf(30)) == pytest.approx(15.0)
+    # a negative share pulls the mean away from its length
+    assert paths.mean_length([2, -1, 1]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("weights", [[], [[1, 2]], [0, 0], [1, np.nan], [1, -1]])
+def test_mean_length_rejects_what_has_no_mean(weights):
+    with pytest.raises(ValueError, match="weights must be a non-empty 1-D array of finite numbers"):
+        paths.mean_length(weights)
