@@ -550,7 +550,7 @@ _register(Exercise(
           'accuracy with one block deleted), one per seed], "raw": [the same on the raw '
           'points]}'),
     parse=lambda r: _parse_named(r, ("stem", "raw"), bounds=(-1, 1)),
-    # Ranges: the solution's 5.1 run (worst cost 0.11-0.17 with the stem; raw 0.73-0.77 at
+    # Ranges: the solution's 2.1 run (worst cost 0.11-0.17 with the stem; raw 0.73-0.77 at
     # its best rate, 0.64-0.69 taking the smaller of its two near-tied best rates; deleting
     # block 1 costs 0.49 to 0.77) and its claims (raw costlier seed by seed; the stem's median
     # deletion under 0.05); widened to below 0.3 with the stem and above 0.35 raw.
@@ -583,7 +583,7 @@ _register(Exercise(
     form=('result = {"before": [mean path length of the untrained network, one per seed], '
           '"after": [the same after training a copy]}'),
     parse=lambda r: _parse_named(r, ("before", "after"), bounds=(0, math.inf)),
-    # Ranges: the solution's 5.2 run (mean length 0.51-0.63 before training, 2.21-3.14 after,
+    # Ranges: the solution's 2.2 run (mean length 0.51-0.63 before training, 2.21-3.14 after,
     # by projection shares; claims: longer after training on every seed, 90% of the gradient
     # below L/2 = 12). Weighting by the norms ||G_k|| instead gives other digits, so the
     # ranges are wide: 0.05-3 before, longer after on every seed, and below 12.
@@ -633,7 +633,7 @@ _register(Exercise(
     form=("result = {k: [mean test accuracy over the trials, one per seed]} for k in 1..10 "
           "(or at least four of them, 1 and 10 included)"),
     parse=_parse_23,
-    # Ranges: the solution's 5.3 run (one swap 0.86-0.91; ten swaps 0.49-0.53; largest drop
+    # Ranges: the solution's 2.3 run (one swap 0.86-0.91; ten swaps 0.49-0.53; largest drop
     # from one k to the next 0.105) and its claims (largest drop below 0.15, one swap above
     # 0.4), widened: drop below 0.2, one swap above 0.4, ten swaps below one swap.
     problems=lambda r: _unmet([
