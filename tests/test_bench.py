@@ -270,3 +270,33 @@ def test_the_page_says_which_seeds_each_configuration_ran():
     assert "the other notebooks have not been run" in page  # one of the course's 29
     same = dict(results, runs=[run(s, c) for s in (1, 2) for c in results["configs"]])
     assert "at seeds 1 and 2 in each of these configurations: *1 thread*" in bench.render(same)
+
+
+def test_the_bench_reads_what_every_exercise_check_said():
+    cells = [nbformat.v4.new_code_cell("") for _ in range(3)]
+    cells[0].outputs = [nbformat.v4.new_output(
+        "stream", name="stdout", text="a table\n[lab5.1] Right: the 20-layer networks at chance\n")]
+    cells[1].outputs = [nbformat.v4.new_output(
+        "stream", name="stdout", text="[lab5.2] Hint: train for 1,200 steps, not 400.\n")]
+    cells[2].outputs = [nbformat.v4.new_output(
+        "stream", name="stdout", text="[lab6.1] Not yet: fill in the exercise\n"
+                                      "[lab6.2] Wrong form: a dict. Expected ...\n"
+                                      "see [lab6.3] Right: (not at the start of a line)\n")]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    assert bench.exercise_verdicts(nb) == {"lab5.1": "right", "lab5.2": "hint",
+                                           "lab6.1": "not yet", "lab6.2": "form"}
+
+
+def test_the_page_says_whether_the_solutions_pass_their_exercise_checks():
+    runs = [dict(path="solutions/lab5_x_solutions.ipynb", seed=s, config="1 thread", checks={},
+                 exercises={"lab5.1": "right", "lab5.2": "right" if s else "hint"})
+            for s in range(3)]
+    runs.append(dict(path="labs/lab5_x.ipynb", seed=0, config="1 thread", checks={},
+                     exercises={"lab5.1": "not yet"}))   # a lab's empty stub is not counted
+    lines = bench.exercise_section(runs)
+    assert "**it did not say Right 1 time**:" in lines[2]
+    assert lines[4] == "* lab5_x_solutions, lab5.2: hint (seed 0, 1 thread)"
+    for run in runs:
+        run["exercises"] = {e: "right" for e in run["exercises"]}
+    assert bench.exercise_section(runs[:3])[2].endswith("it said *Right* every time.")
+    assert bench.exercise_section([]) == []

@@ -28,6 +28,11 @@ of a trained network the way another CPU does). Runs on one thread go two at a t
 A notebook whose conclusions fail is recorded (which checks failed, and the error), not a reason
 to stop; so is a notebook that fails for another reason.
 
+Do the worked solutions pass the labs' exercise checks? Every run also records what each
+``dl.check`` printed (:func:`exercise_verdicts`), and the page says whether the solution
+notebooks' answers were judged right in every run: the ranges those checks accept are taken from
+these runs.
+
 ``--device cpu|cuda|auto`` sets ``DEPTHLAB_DEVICE`` for the kernels (default: auto, i.e. CUDA
 when available); the page records which device the notebooks trained on. The measurements are
 kept in ``tools/bench_results.json`` (committed, so that the page can be rewritten with
@@ -46,6 +51,7 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -179,6 +185,22 @@ def glued_checks(nb) -> dict[str, dict]:
     return checks
 
 
+# what dl.check prints first after "[labN.M] ", and the status it stands for
+_VERDICTS = {"Right": "right", "Hint": "hint", "Not yet": "not yet", "Wrong form": "form"}
+_VERDICT_LINE = re.compile(r"^\[(lab\d+\.\d+)\] (" + "|".join(_VERDICTS) + ")\\b", re.M)
+
+
+def exercise_verdicts(nb) -> dict[str, str]:
+    """What every ``dl.check`` in ``nb`` said, read from the cells' printed output:
+    ``{exercise: status}`` (``right``, ``hint``, ``not yet`` or ``form``; the last call wins)."""
+    verdicts = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            for exercise, said in _VERDICT_LINE.findall(_stdout(cell)):
+                verdicts[exercise] = _VERDICTS[said]
+    return verdicts
+
+
 def eval_str(text: str) -> str:
     """The string that a Python string literal (a repr) stands for."""
     import ast
@@ -205,9 +227,9 @@ def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT,
     ``seed`` is passed to the kernel as ``DEPTHLAB_SEED`` (see :mod:`depthlab.seeds`), with
     ``env`` (more environment variables, e.g. one of :data:`CONFIGS`). Returns ``seconds``,
     ``memory`` (bytes, or None where it cannot be read), ``training`` (seconds and examples of
-    each training run), ``checks`` (the glued ``check_*`` records), ``conclusions_failed`` (the
-    ``ConclusionFailed`` message, or None) and ``error`` (why the notebook stopped early, or
-    None).
+    each training run), ``checks`` (the glued ``check_*`` records), ``exercises`` (what each
+    ``dl.check`` said), ``conclusions_failed`` (the ``ConclusionFailed`` message, or None) and
+    ``error`` (why the notebook stopped early, or None).
     """
     nb = nbformat.read(path, as_version=4)
     # executed as one notebook, never written back: the meter first, the probe last
@@ -236,6 +258,7 @@ def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT,
     if stats["load"] is not None:  # the machine's load while the notebook ran: start and end
         stats["load"] = (stats["load"] + _load()) / 2
     stats["checks"] = glued_checks(nb)
+    stats["exercises"] = exercise_verdicts(nb)
     return stats
 
 
@@ -548,8 +571,38 @@ def render(results: dict) -> str:
         "",
         *robustness_table(checked),
         "",
+        *exercise_section(runs),
     ]
     return "\n".join(page)
+
+
+def exercise_section(runs: list[dict]) -> list[str]:
+    """Markdown lines: did every worked solution pass the labs' own exercise checks
+    (``dl.check``) in every run that recorded them?"""
+    solved = [r for r in runs if r.get("exercises") and r["path"].startswith("solutions/")]
+    if not solved:
+        return []
+    names = sorted({_name(r["path"]) for r in solved})
+    missed = sorted({(_name(r["path"]), exercise, status, f"seed {r['seed']}, {r['config']}")
+                     for r in solved for exercise, status in r["exercises"].items()
+                     if status != "right"})
+    exercises = sorted({e for r in solved for e in r["exercises"]})
+    lines = [
+        "## Do the worked solutions pass the labs' exercise checks?",
+        "",
+        "The labs' \"Your turn\" cells end with `dl.check`, which tells a learner whether the "
+        "result is right; the worked solutions call it on their own answers. Its ranges come "
+        "from these runs. "
+        f"{_count(len(solved), 'run')} of {_count(len(names), 'solution notebook')} "
+        f"({_list(names)}) recorded what it said, for {_count(len(exercises), 'exercise')} "
+        f"({_list(exercises)}): "
+        + ("it said *Right* every time." if not missed else
+           f"**it did not say Right {_count(len(missed), 'time')}**:"),
+        "",
+    ]
+    lines += [f"* {name}, {exercise}: {status} ({where})"
+              for name, exercise, status, where in missed]
+    return lines + ([""] if missed else [])
 
 
 # ---------------------------------------------------------------- measuring
@@ -596,6 +649,7 @@ def run_matrix(paths: list[str], seeds: list[int], configs: list[str], jobs: int
             for (path, seed, _, _), stats in zip(work, pool.map(_run_one, work)):
                 rel = str(Path(path).relative_to(ROOT))
                 runs.append(dict(path=rel, seed=seed, config=config, checks=stats["checks"],
+                                 exercises=stats["exercises"],
                                  conclusions_failed=stats["conclusions_failed"],
                                  error=stats["error"], seconds=stats["seconds"]))
                 print(_report(rel, stats, seed, config), flush=True)
@@ -619,6 +673,7 @@ def measure(only: list[str], seeds: list[int], configs: list[str], jobs: int = 2
         stats["path"] = rel
         rows.append(stats)
         runs.append(dict(path=rel, seed=0, config=LEARNER, checks=stats["checks"],
+                         exercises=stats["exercises"],
                          conclusions_failed=stats["conclusions_failed"], error=stats["error"],
                          seconds=stats["seconds"]))
         print(_report(rel, stats, 0), flush=True)
