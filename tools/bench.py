@@ -591,8 +591,8 @@ def exercise_section(runs: list[dict]) -> list[str]:
         "## Do the worked solutions pass the labs' exercise checks?",
         "",
         "The labs' \"Your turn\" cells end with `dl.check`, which tells a learner whether the "
-        "result is right; the worked solutions call it on their own answers, so every run "
-        "below tests the ranges it accepts. "
+        "result is right; the worked solutions call it on their own answers, so each run of "
+        "them tests the ranges it accepts. "
         f"{_count(len(solved), 'run')} of {_count(len(names), 'solution notebook')} "
         f"({_list(names)}) recorded what it said, for {_count(len(exercises), 'exercise')} "
         f"({_list(exercises)}): "
