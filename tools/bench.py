@@ -30,8 +30,8 @@ to stop; so is a notebook that fails for another reason.
 
 Do the worked solutions pass the labs' exercise checks? Every run also records what each
 ``dl.check`` printed (:func:`exercise_verdicts`), and the page says whether the solution
-notebooks' answers were judged right in every run: the ranges those checks accept are taken from
-these runs.
+notebooks' answers were judged right in every run: each such run tests the ranges those checks
+accept.
 
 ``--device cpu|cuda|auto`` sets ``DEPTHLAB_DEVICE`` for the kernels (default: auto, i.e. CUDA
 when available); the page records which device the notebooks trained on. The measurements are
