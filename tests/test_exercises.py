@@ -560,3 +560,20 @@ def test_the_message_never_shows_the_learners_digits():
         for _, result in make():
             message = dl.check(exercise, result, quiet=True).message
             assert message in {f"Hint: {m.hint}" for m in EXERCISES[exercise].mistakes}
+
+
+def test_lab1_1_accepts_the_solutions_answer_at_another_seed():
+    # the Lab 1 solutions' answer at DEPTHLAB_SEED=3 (one thread), which the first version of
+    # the check's last clause (3x more share at 1e-4 than at 1e-3 after 20 steps) rejected
+    he, ln = "plain, He init", "plain, He, pre-LN"
+    answer = {
+        (he, 1e-3, 0): [0.564, 0.586, 0.548], (he, 1e-3, 5): [0.452, 0.654, 0.606],
+        (he, 1e-3, 20): [0.720, 0.666, 0.869], (he, 1e-3, 300): [0.834, 0.829, 0.759],
+        (he, 1e-4, 0): [0.564, 0.586, 0.548], (he, 1e-4, 5): [0.568, 0.695, 0.601],
+        (he, 1e-4, 20): [0.522, 0.698, 0.624], (he, 1e-4, 300): [0.656, 0.638, 0.769],
+        (ln, 1e-3, 0): [0.0348, 0.0674, 0.00113], (ln, 1e-3, 5): [0.00558, 0.00082, 0.00095],
+        (ln, 1e-3, 20): [0.0380, 0.00035, 0.0159], (ln, 1e-3, 300): [0.275, 0.342, 1e-5],
+        (ln, 1e-4, 0): [0.0348, 0.0674, 0.00113], (ln, 1e-4, 5): [0.0665, 0.0227, 0.00207],
+        (ln, 1e-4, 20): [0.140, 0.0158, 0.00919], (ln, 1e-4, 300): [0.659, 0.754, 0.651],
+    }
+    assert dl.check("lab1.1", answer, quiet=True).status == "right"

@@ -259,10 +259,18 @@ def _problems_11(r: dict) -> list[str]:
         out.append("After 20 steps at 1e-3 the LayerNorm stack's input share should be "
                    "nearly erased (below 0.1) on every seed: Adam's first steps erase it. "
                    "Yours is higher.")
-    if not np.median(_get_11(r, "ln", 1e-4, 20)) > 3 * np.median(_get_11(r, "ln", 1e-3, 20)):
-        out.append("At 1e-4 the LayerNorm stack should keep several times more of its input "
-                   "share after 20 steps than at 1e-3; yours does not.")
+    last = _last_step_11(r)
+    if not np.median(_get_11(r, "ln", 1e-4, last)) > np.median(_get_11(r, "ln", 1e-3, last)):
+        out.append(f"By the end of your runs ({last} steps) the LayerNorm stack should keep more "
+                   "of its input share at 1e-4 than at 1e-3 (medians over seeds); yours does "
+                   "not.")
     return out
+
+
+def _last_step_11(r: dict) -> int:
+    # the longest run recorded for the LayerNorm stack at both rates (20 steps at least)
+    return max(steps for arm, lr, steps in r if arm == "ln" and _close(lr, 1e-4)
+               and any(a == "ln" and _close(l, 1e-3) and k == steps for a, l, k in r))
 
 
 _register(Exercise(
@@ -274,11 +282,15 @@ _register(Exercise(
     # LayerNorm, seeds 0-2) and a probe of input_share(model)[-1] and the head's share at
     # seeds 0-4, one thread (the two differ by under 10%): at step 0 the LayerNorm stack's
     # median share is 18x below He's (solution: 19x); after 20 steps at 1e-3 it is 4e-4 to
-    # 0.038, He's 0.51 to 0.87; at 1e-4 the LayerNorm stack keeps a median 35x more than at
-    # 1e-3. Widened to: 3x at step 0, below 0.1 against above 0.2, 3x.
+    # 0.038, He's 0.51 to 0.87. Widened to: 3x at step 0, below 0.1 against above 0.2. The
+    # last clause first asked for a median 3x larger at 1e-4 than at 1e-3 after 20 steps (35x
+    # in the solution); at DEPTHLAB_SEED=3 the solution's own answer gave 1.0x there (0.0158
+    # against 0.0159), so it now compares the longest runs recorded, as the lab's answer does
+    # (300 steps in the solution: 0.66 against 0.27 at seed 3, 0.7 against 0.003 at seed 0).
     accepts=("the LayerNorm stack's input share several times smaller than the He stack's at "
              "step 0, nearly erased (below 0.1) after 20 steps at 1e-3 on every seed while "
-             "the He stack keeps more than 0.2, and several times larger at 1e-4 than at 1e-3"),
+             "the He stack keeps more than 0.2, and larger at 1e-4 than at 1e-3 by the end of "
+             "the longest runs"),
     mistakes=[
         Mistake("arms swapped",
                 lambda r: np.median(_get_11(r, "he", 1e-3, 0))
