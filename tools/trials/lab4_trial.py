@@ -1,7 +1,10 @@
 """The trial run behind the 500-step control of the Lab 4 solutions, kept so that its account can
 be checked.
 
-    python tools/trials/lab4_trial.py K0 K1     seeds K0 to K1-1 (about a minute a seed, one thread)
+    python tools/trials/lab4_trial.py K0 K1     seeds K0 to K1-1 (about half a minute a seed,
+                                                one thread)
+    python tools/trials/lab4_trial.py summary   the summary at the end of lab4_trial.txt, from
+                                                the runs recorded above it
 
 Question, written down before this trial ran (2026-11-27): the solutions compare the two Post-LN
 arms (no warm-up, a 60-step warm-up) after 500 steps at 2e-3, the best rate of both after 250
@@ -14,8 +17,10 @@ steps (the lowest median over the seeds), the warm-up ends lower at no fewer tha
 seeds and by a median of more than 0.02.
 """
 
+import re
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -44,5 +49,27 @@ def main(first, last):
         print(f"seed {seed} took {time.perf_counter() - start:.0f} s", flush=True)
 
 
+def summary(path=Path(__file__).with_name("lab4_trial.txt")):
+    # each arm's best rate after 500 steps by the median over a window of five seeds, and the
+    # paired differences (none minus warm-up, positive when the warm-up is ahead) at those rates
+    runs = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"seed (\d+) lr (\S+) warmup\s+(\d+) (\S+) (\S+) (\S+)$", line)
+        if m:
+            runs[int(m[1]), float(m[2]), int(m[3])] = float(m[6])   # after 500 steps
+    seeds = sorted({s for s, _, _ in runs})
+    windows = [seeds[i:i + 5] for i in range(len(seeds) - 4)] + [seeds]
+    for window in windows:
+        best = {w: min(RATES, key=lambda lr: np.median([runs[s, lr, w] for s in window]))
+                for w in WARMUPS}
+        diff = np.array([runs[s, best[0], 0] - runs[s, best[WARMUP], WARMUP] for s in window])
+        print(f"seeds {window[0]}-{window[-1]} b500: best none {best[0]:g} warm "
+              f"{best[WARMUP]:g}; none-warm per seed {np.round(diff, 3)} wins "
+              f"{int(np.sum(diff > 0))} median {np.median(diff):+.3f}")
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    if sys.argv[1:] == ["summary"]:
+        summary()
+    else:
+        main(int(sys.argv[1]), int(sys.argv[2]))
