@@ -49,7 +49,10 @@ def main(first, last):
         print(f"seed {seed} took {time.perf_counter() - start:.0f} s", flush=True)
 
 
-def summary(path=Path(__file__).with_name("lab4_trial.txt")):
+RECORD = Path(__file__).with_name("lab4_trial.txt")
+
+
+def summary(path=RECORD):
     # each arm's best rate after 500 steps by the median over a window of five seeds, and the
     # paired differences (none minus warm-up, positive when the warm-up is ahead) at those rates
     runs = {}
