@@ -63,8 +63,9 @@ def summary(path=RECORD):
     seeds = sorted({s for s, _, _ in runs})
     windows = [seeds[i:i + 5] for i in range(len(seeds) - 4)] + [seeds]
     for window in windows:
-        best = {w: min(RATES, key=lambda lr: np.median([runs[s, lr, w] for s in window]))
-                for w in WARMUPS}
+        # the lab's rule: the rate with the lowest median over the seeds, per arm (warm-up)
+        best = {w: there["lr"] for w, there in dl.best_rates(
+            {(w, lr, s): runs[s, lr, w] for s in window for lr in RATES for w in WARMUPS}).items()}
         diff = np.array([runs[s, best[0], 0] - runs[s, best[WARMUP], WARMUP] for s in window])
         print(f"seeds {window[0]}-{window[-1]} b500: best none {best[0]:g} warm "
               f"{best[WARMUP]:g}; none-warm per seed {np.round(diff, 3)} wins "
