@@ -73,24 +73,26 @@ def summary(path=RECORD):
         if m:
             runs[m[1], int(m[2]), float(m[3])] = (np.array(m[4].split(), float),
                                                   np.array(m[5].split(), float))
+
+    def best(arm, steps, by):  # the arm's best rate by the claim's metric, and its median
+        scores = {lr: float(np.median(runs[arm, steps, lr][by])) for lr in RATES
+                  if (arm, steps, lr) in runs and np.isfinite(runs[arm, steps, lr][by]).all()}
+        lr = (min if by == 0 else max)(scores, key=scores.get)
+        return lr, scores[lr]
+
     held = True
     for steps in BUDGETS:
-        def best(arm, by):  # the arm's best rate by the claim's metric, and its median there
-            scores = {lr: float(np.median(runs[arm, steps, lr][by])) for lr in RATES
-                      if (arm, steps, lr) in runs and np.all(np.isfinite(runs[arm, steps, lr][by]))}
-            lr = (min if by == 0 else max)(scores, key=scores.get)
-            return lr, scores[lr]
-
         print(f"after {steps} steps: each arm's best rate, median training loss / median test "
               "accuracy there")
         for arm in ARMS:
-            (lr_l, loss), (lr_t, test) = best(arm, 0), best(arm, 1)
-            print(f"  {arm:5s} loss {loss:.4f} (lr {lr_l:g})  test {test:.4f} (lr {lr_t:g})")
+            (lr_l, lo), (lr_t, te) = best(arm, steps, 0), best(arm, steps, 1)
+            print(f"  {arm:5s} loss {lo:.4f} (lr {lr_l:g})  test {te:.4f} (lr {lr_t:g})")
+        loss = {arm: best(arm, steps, 0)[1] for arm in ARMS}
+        test = {arm: best(arm, steps, 1)[1] for arm in ARMS}
         claims = {
-            "survival_loss": (best("p0.5", 0)[1] - best("p1.0", 0)[1], ">", 0),
-            "survival_test": (max(best("p0.8", 1)[1], best("p0.5", 1)[1]) - best("p1.0", 1)[1],
-                              "<", 0.01),
-            "options_test": (abs(best("B", 1)[1] - best("p1.0", 1)[1]), "<", 0.015),
+            "survival_loss": (loss["p0.5"] - loss["p1.0"], ">", 0),
+            "survival_test": (max(test["p0.8"], test["p0.5"]) - test["p1.0"], "<", 0.01),
+            "options_test": (abs(test["B"] - test["p1.0"]), "<", 0.015),
         }
         for name, (value, op, threshold) in claims.items():
             ok = value > threshold if op == ">" else value < threshold
