@@ -71,7 +71,9 @@ CORES := $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2); [ "$$n" 
 NBVAL_WORKERS ?= $(CORES)
 DEPTHLAB_DEVICE ?= cpu
 NBVAL := $(BIN)/python -m pytest --nbval --nbval-kernel-name python3 --nbval-cell-timeout 600 -q
-NBVAL_ENV := $(ONE_THREAD) DEPTHLAB_DEVICE=$(DEPTHLAB_DEVICE) DEPTHLAB_SEED=0
+# DEPTHLAB_TWINS=1: every dl.panel shows its no-kernel twin, as in the stored outputs (a learner's
+# kernel shows the live slider instead; depthlab/book/twin.py).
+NBVAL_ENV := $(ONE_THREAD) DEPTHLAB_DEVICE=$(DEPTHLAB_DEVICE) DEPTHLAB_SEED=0 DEPTHLAB_TWINS=1
 nbval: setup
 	$(NBVAL_ENV) PYTHONPATH=tests/nbval $(NBVAL) -p order -p kernels \
 	  --nbval-sanitize-with tests/nbval/portable.cfg -n $(NBVAL_WORKERS) --dist loadfile \
@@ -81,7 +83,8 @@ nbval: setup
 # re-executed the notebooks (`make execute-all`; the Running page says which machine stored
 # each notebook): it catches any change at all, including in numbers. Not part of `make test`.
 nbval-strict: setup
-	$(EXACT_KERNELS) $(ONE_THREAD) DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 PYTHONPATH=tests/nbval $(NBVAL) -p order -p kernels \
+	$(EXACT_KERNELS) $(ONE_THREAD) DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 DEPTHLAB_TWINS=1 \
+	  PYTHONPATH=tests/nbval $(NBVAL) -p order -p kernels \
 	  -n $(NBVAL_WORKERS) --dist loadfile $(NOTEBOOK_DIRS)
 
 # Strict build: any Sphinx warning (or nitpicky reference problem) fails it.
@@ -129,7 +132,7 @@ lab: setup
 # Stored outputs come from the CPU at seed 0 on one thread with the x86-64 kernels pinned
 # (EXACT_KERNELS), so that `make nbval-strict` on the same machine reproduces them digit for
 # digit; tools/execute.py records the machine in the notebook's metadata (the Running page).
-EXECUTE := $(EXACT_KERNELS) $(ONE_THREAD) DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 \
+EXECUTE := $(EXACT_KERNELS) $(ONE_THREAD) DEPTHLAB_DEVICE=cpu DEPTHLAB_SEED=0 DEPTHLAB_TWINS=1 \
   $(BIN)/python tools/execute.py
 execute: setup
 	@test -n "$(NB)" || (echo "usage: make execute NB=path/to/notebook.ipynb" && exit 2)

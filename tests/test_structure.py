@@ -138,6 +138,24 @@ def test_chapters_and_labs_compute_their_figures(path):
     assert any("image/png" in o.get("data", {}) for o in outputs), "no figure among the outputs"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_each_panel_is_one_call_showing_one_figure(path):
+    """A panel is one ``dl.panel`` cell: the live slider in a learner's kernel, the twin in the
+    stored outputs (depthlab/book/twin.py). A second cell drawing the same figure (a
+    ``dl.scrubber`` call, an ``ipywidgets`` panel hidden from the site) shows it twice in
+    Jupyter and Colab."""
+    for k, cell in enumerate(code_cells(load(path))):
+        src = source(cell)
+        assert "dl.scrubber(" not in src, f"code cell {k}: call dl.panel, which shows the twin"
+        assert not ("remove-output" in tags(cell) and "interact" in src), (
+            f"code cell {k}: a widget hidden from the site; give it to dl.panel(..., live=...)")
+        if "dl.panel(" in src:
+            twins = [o for o in cell.get("outputs", []) if "dl-twin" in
+                     "".join(o.get("data", {}).get("text/html", ""))]
+            assert len(twins) == 1 and len(cell["outputs"]) == 1, (
+                f"code cell {k}: a dl.panel cell stores exactly its twin (make execute)")
+
+
 def test_every_notebook_is_in_the_toc_and_every_entry_exists():
     entries = toc_entries()
     for path in NOTEBOOKS:

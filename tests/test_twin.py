@@ -153,3 +153,71 @@ def test_exactly_one_frame_is_shown_at_first():
     page = Elements(dl.scrubber(render, [1, 2, 3], start=3, alt="A line.").data)
     shown = ["display:block" in img["style"] for img in page.all("img")]
     assert shown == [False, False, True]
+
+
+# ---------------------------------------------------------------- one call, one figure shown
+# dl.panel shows the live slider in a kernel and the twin where the book's outputs are stored
+# (DEPTHLAB_TWINS=1), never both.
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """What dl.panel displays and which widget it asks ipywidgets for, recorded."""
+    import IPython.display
+    import ipywidgets
+
+    record = {"displayed": [], "interact": []}
+    monkeypatch.setattr(IPython.display, "display", lambda *objs: record["displayed"].extend(objs))
+    monkeypatch.setattr(ipywidgets, "interact",
+                        lambda f, **widgets: record["interact"].append((f, widgets)))
+    return record
+
+
+def test_panel_shows_only_the_twin_where_the_outputs_are_stored(monkeypatch, shown):
+    monkeypatch.setenv("DEPTHLAB_TWINS", "1")
+    assert dl.panel(render, [0.1, 0.5, 1.0], label="alpha", start=0.5, alt="A line.") is None
+    assert shown["interact"] == []
+    (twin,) = shown["displayed"]
+    page = Elements(twin.data)
+    assert len(page.all("img")) == 3 and page.one("input")["value"] == "1"
+    assert page.all("img")[1]["alt"] == "A line. Shown for alpha = 0.5."
+
+
+@pytest.mark.parametrize("setting", [None, "0"])
+def test_panel_shows_only_the_live_slider_in_a_kernel(monkeypatch, shown, setting):
+    if setting is None:
+        monkeypatch.delenv("DEPTHLAB_TWINS", raising=False)
+    else:
+        monkeypatch.setenv("DEPTHLAB_TWINS", setting)
+    dl.panel(render, [0.1, 0.5], label="alpha", start=0.5, fmt=lambda v: f"{v:.1f}",
+             alt="A line.")
+    assert shown["displayed"] == []
+    ((show, widgets),) = shown["interact"]
+    slider = widgets["v"]
+    assert slider.description == "alpha" and slider.value == 0.5
+    assert list(slider.options) == [("0.1", 0.1), ("0.5", 0.5)]
+    show(0.1)  # the slider's callback draws render(0.1), and closes it
+    assert len(shown["displayed"]) == 1 and not plt.get_fignums()
+
+
+def test_a_live_widget_replaces_the_slider_in_a_kernel_and_never_the_twin(monkeypatch, shown):
+    calls = []
+    monkeypatch.delenv("DEPTHLAB_TWINS", raising=False)
+    dl.panel(render, [1, 2], alt="A line.", live=lambda: calls.append("live"))
+    assert calls == ["live"] and shown["interact"] == [] and shown["displayed"] == []
+    monkeypatch.setenv("DEPTHLAB_TWINS", "1")
+    dl.panel(render, [1, 2], alt="A line.", live=lambda: calls.append("live"))
+    assert calls == ["live"] and len(shown["displayed"]) == 1
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"start": 3}, "start=3 is not one of the values"),
+    ({"alt": 42}, "alt must be a string or a function"),
+    ({"live": "widget"}, "live must be a function"),
+])
+def test_panel_refuses_bad_arguments_in_both_front_ends(monkeypatch, shown, kwargs, message):
+    for setting in ("1", "0"):
+        monkeypatch.setenv("DEPTHLAB_TWINS", setting)
+        with pytest.raises(ValueError, match=message):
+            dl.panel(render, [1, 2], **kwargs)
+    assert shown == {"displayed": [], "interact": []}

@@ -236,7 +236,8 @@ def run_notebook(path: Path, seed: int = 0, timeout: int = execute.CELL_TIMEOUT,
     setup, probe = nbformat.v4.new_code_cell(_SETUP), nbformat.v4.new_code_cell(_PROBE)
     nb.cells = [setup, *nb.cells, probe]
     client = None
-    kernel_env = {**os.environ, **(env or {}), "DEPTHLAB_SEED": str(seed)}
+    # as the stored outputs were made: every dl.panel as its no-kernel twin
+    kernel_env = {**os.environ, **(env or {}), "DEPTHLAB_SEED": str(seed), "DEPTHLAB_TWINS": "1"}
     stats = dict(memory=None, training=[], conclusions_failed=None, error=None,
                  load=_load())
     start = time.perf_counter()

@@ -17,6 +17,8 @@ adds:
   lost a cell's reply now and then on one machine: see ``new_client``);
 * a notebook that fails is left as it was (its committed outputs stay), the others still run,
   and the exit status says whether all of them succeeded;
+* every ``dl.panel`` is stored as its no-kernel twin (the kernel gets ``DEPTHLAB_TWINS=1``;
+  a learner's kernel shows the live slider instead);
 * the notebook's metadata records where its outputs come from (``depthlab.executed``: the CPU,
   the operating system, Python and PyTorch, the thread count and kernel set the kernel ran
   with, the device and the date); the book's Running page lists it for every notebook
@@ -198,7 +200,9 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT) -> float:
     nb.cells.append(probe)  # run after the notebook, never written
     client = None
     try:
-        with running_kernel(nb, path, timeout=timeout) as client:
+        # the outputs the book is built from: every dl.panel as its no-kernel twin
+        twins = {**os.environ, "DEPTHLAB_TWINS": "1"}
+        with running_kernel(nb, path, timeout=timeout, env=twins) as client:
             start = time.perf_counter()
             for index, cell in enumerate(cells):
                 client.execute_cell(cell, index)

@@ -3,10 +3,15 @@
 Each interactive figure in the course is a function ``render(value) -> matplotlib Figure`` over
 one parameter. The same function feeds two front ends, so they cannot drift apart:
 
-* :func:`panel` - an ipywidgets slider for a live kernel (JupyterLab, Binder, Colab);
-* :func:`scrubber` - the *no-kernel twin*: every frame is rendered in advance, small, and embedded
-  in the page with an HTML range slider and a few lines of inline JavaScript, so the built HTML
-  site stays interactive without Python, a kernel or a network.
+* in a live kernel (JupyterLab, Binder, Colab), an ipywidgets slider that redraws the figure;
+* on the static site, the *no-kernel twin* (:func:`scrubber`): every frame is rendered in
+  advance, small, and embedded in the page with an HTML range slider and a few lines of inline
+  JavaScript, so the built HTML site stays interactive without Python, a kernel or a network.
+
+A notebook calls :func:`panel` once, and it shows one of the two: the slider where a learner
+runs the notebook, the twin where the notebook is executed to store the outputs the book is
+built from (``make execute``, and ``make test`` and ``make bench``, which run what is stored),
+which sets ``DEPTHLAB_TWINS=1``. A learner never sees the same figure twice.
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ import html
 import io
 import itertools
 import json
+import os
 from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
 from PIL import Image
 
 _ids = itertools.count()
+TWINS = "DEPTHLAB_TWINS"  # "1": panel() shows the no-kernel twin (set where outputs are stored)
 
 
 def _check_values(values: Sequence) -> list:
@@ -139,19 +146,38 @@ def scrubber(render: Callable, values: Sequence, *, label: str = "value", start=
 
 
 def panel(render: Callable, values: Sequence, *, label: str = "value", start=None,
-          fmt: Callable = str):
-    """An ipywidgets slider over ``values`` that redraws ``render(v)`` (needs a live kernel).
+          fmt: Callable = str, alt=None, dpi: int = 96, live: Callable | None = None) -> None:
+    """Show ``render(v)`` with a slider over ``values``: a live ipywidgets slider in a kernel,
+    or, where ``DEPTHLAB_TWINS=1`` (the notebook executed for the book), its no-kernel twin.
 
-    Takes the same ``render``, ``values``, ``label``, ``start`` and ``fmt`` as :func:`scrubber`.
+    Takes the parameters of :func:`scrubber` (``alt`` and ``dpi`` serve the twin only), and:
+
+    live:
+        For a panel whose live version explores more than the twin's frames (more sliders, or
+        training on demand): a function of no arguments that displays that widget, called in a
+        kernel instead of the slider over ``values``. The twin still shows ``values``.
+
+    Displays the panel and returns nothing.
 
     Introduced in Chapter 1 (chapters/01_depth_problem).
     """
-    import ipywidgets as widgets
     from IPython.display import display
 
     values = _check_values(values)
     if start is not None and start not in values:
         raise ValueError(f"start={start!r} is not one of the values {values!r}")
+    if not (alt is None or callable(alt) or isinstance(alt, str)):
+        raise ValueError(f"alt must be a string or a function of the value, got {alt!r}")
+    if live is not None and not callable(live):
+        raise ValueError(f"live must be a function that displays a widget, or None, got "
+                         f"{live!r}")
+    if os.environ.get(TWINS) == "1":
+        display(scrubber(render, values, label=label, start=start, fmt=fmt, dpi=dpi, alt=alt))
+        return
+    if live is not None:
+        live()
+        return
+    import ipywidgets as widgets
 
     def show(v):
         display(render(v))
@@ -160,4 +186,4 @@ def panel(render: Callable, values: Sequence, *, label: str = "value", start=Non
     slider = widgets.SelectionSlider(options=[(fmt(v), v) for v in values],
                                      value=values[0] if start is None else start,
                                      description=label, continuous_update=False)
-    return widgets.interact(show, v=slider)
+    widgets.interact(show, v=slider)
