@@ -3,7 +3,7 @@ its account can be checked.
 
     python tools/trials/ch7_trial.py ARM [ARM ...]   train the arms named (p1.0, p0.8, p0.5, B)
                                                      at every rate and budget, printing one line
-                                                     per run (about four minutes an arm on one
+                                                     per run (about five minutes an arm on one
                                                      thread)
     python tools/trials/ch7_trial.py summary         the claims below, judged from the runs
                                                      recorded in ch7_trial.txt
