@@ -9,9 +9,9 @@ one parameter. The same function feeds two front ends, so they cannot drift apar
   JavaScript, so the built HTML site stays interactive without Python, a kernel or a network.
 
 A notebook calls :func:`panel` once, and it shows one of the two: the slider where a learner
-runs the notebook, the twin where the notebook is executed to store the outputs the book is
-built from (``make execute``, and ``make test`` and ``make bench``, which run what is stored),
-which sets ``DEPTHLAB_TWINS=1``. A learner never sees the same figure twice.
+runs the notebook, the twin where ``DEPTHLAB_TWINS=1``. ``make execute`` sets it to store the
+outputs the book is built from, and ``make test`` and ``make bench`` set it to run what is
+stored. A learner never sees the same figure twice.
 """
 
 from __future__ import annotations
