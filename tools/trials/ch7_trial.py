@@ -34,11 +34,11 @@ Option A without stochastic depth is the arm p1.0; option B (no stochastic depth
 """
 
 import re
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _trial import judge, main  # tools/trials/_trial.py, beside this script
 
 import depthlab as dl
 
@@ -94,17 +94,9 @@ def summary(path=RECORD):
             "survival_test": (max(test["p0.8"], test["p0.5"]) - test["p1.0"], "<", 0.01),
             "options_test": (abs(test["B"] - test["p1.0"]), "<", 0.015),
         }
-        for name, (value, op, threshold) in claims.items():
-            ok = value > threshold if op == ">" else value < threshold
-            held &= ok
-            print(f"  {name:14s} {value:+.4f} {op} {threshold:g}  {'holds' if ok else 'FAILS'}")
+        held &= judge(claims, 14)
     return held
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["summary"]:
-        sys.exit(0 if summary() else 1)
-    unknown = set(sys.argv[1:]) - set(ARMS)
-    if not sys.argv[1:] or unknown:
-        sys.exit(f"usage: ch7_trial.py ARM [ARM ...] | summary  (arms: {', '.join(ARMS)})")
-    train(sys.argv[1:])
+    main("ch7_trial.py", ARMS, train, summary)

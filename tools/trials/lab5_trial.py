@@ -31,11 +31,11 @@ fixed before the run, the lab's 56-layer clauses at each arm's best rate:
 """
 
 import re
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _trial import judge, main  # tools/trials/_trial.py, beside this script
 
 import depthlab as dl
 
@@ -86,17 +86,9 @@ def summary(path=RECORD):
             "residual_56_below_fifth_of_plain": (
                 np.median(losses["residual56"]) / np.median(losses["plain56"]), "<", 0.2),
         }
-        for name, (value, op, threshold) in claims.items():
-            ok = value > threshold if op == ">" else value < threshold
-            held &= bool(ok)
-            print(f"  {name:32s} {value:+.4f} {op} {threshold:g}  {'holds' if ok else 'FAILS'}")
+        held &= judge(claims, 32)
     return held
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["summary"]:
-        sys.exit(0 if summary() else 1)
-    unknown = set(sys.argv[1:]) - set(ARMS)
-    if not sys.argv[1:] or unknown:
-        sys.exit(f"usage: lab5_trial.py ARM [ARM ...] | summary  (arms: {', '.join(ARMS)})")
-    train(sys.argv[1:])
+    main("lab5_trial.py", ARMS, train, summary)
