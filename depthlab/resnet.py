@@ -48,7 +48,6 @@ from numbers import Integral
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from ._checks import boolean, choice, finite_float, positive_int
 from ._checks import seed as check_seed
@@ -149,20 +148,20 @@ class _Block(nn.Module):
     def branch(self, x: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def shortcut(self, x: torch.Tensor, pre: torch.Tensor | None = None) -> torch.Tensor:
-        """``S(x)``: the identity, option A or option B (``pre``: the pre-activated input
-        that a pre-activation block's projection reads)."""
+    def shortcut(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """``S``: the identity, option A (from ``x``) or option B (a projection of ``h``, the
+        input the branch reads: ``x`` itself, or BN-ReLU of ``x`` in pre-activation order)."""
         if self.shortcut_option is None:
             return x
         if self.shortcut_option == "B":
-            return self.projection(x if pre is None else pre)
+            return self.projection(h)
         # option A: subsample with the block's stride, then append zero channels per member
         n, _, length = x.shape
         x = x[:, :, ::self.stride].reshape(n, self.members, self.in_width, -1)
-        x = F.pad(x, (0, 0, 0, self.out_width - self.in_width))
+        x = nn.functional.pad(x, (0, 0, 0, self.out_width - self.in_width))
         return x.reshape(n, self.members * self.out_width, -1)
 
-    def _keep(self, x: torch.Tensor) -> torch.Tensor | float:
+    def keep(self, x: torch.Tensor) -> torch.Tensor | float:
         """The factor on the branch: 1 without stochastic depth; in training a 0/1 draw per
         member (whole block, whole minibatch); in evaluation the survival probability."""
         if self.survival == 1.0:
@@ -174,19 +173,15 @@ class _Block(nn.Module):
         return keep.repeat_interleave(self.out_width).to(x.device)[None, :, None]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pre = None
-        if self.order == "preact":
-            pre = torch.relu(self.bn_in(x))
-            h = self.branch(pre)
+        # pre-activation order: the branch (and a projection shortcut) read BN-ReLU of x
+        h = torch.relu(self.bn_in(x)) if self.order == "preact" else x
+        F = self.branch(h)
+        if self.detach_branch:      # for measurements: gradients through the shortcut only
+            F = F.detach()
+        if self.residual:
+            out = self.shortcut(x, h) + self.keep(x) * F    # keep: 1 unless stochastic depth
         else:
-            h = self.branch(x)
-        if self.detach_branch:
-            h = h.detach()
-        if not self.residual:
-            return torch.relu(h) if self.order == "v1" else h
-        keep = self._keep(x)
-        s = self.shortcut(x, pre if self.shortcut_option == "B" else None)
-        out = s + (h if isinstance(keep, float) and keep == 1.0 else keep * h)
+            out = F                                         # a plain block: no shortcut
         return torch.relu(out) if self.order == "v1" else out
 
     def first_weight(self) -> torch.Tensor:
@@ -238,11 +233,11 @@ class BasicBlock(_Block):
         self.conv2 = _conv(k, c_out, c_out, 3, 1, bias)
         self.bn2 = _norm(k, c_out, batchnorm) if order == "v1" else None
 
-    def branch(self, x: torch.Tensor) -> torch.Tensor:
-        """``F``: conv-BN-ReLU-conv-BN (v1), or conv-BN-ReLU-conv applied to the pre-activated
-        input (pre-activation)."""
-        h = self.conv2(torch.relu(self.bn1(self.conv1(x))))
-        return self.bn2(h) if self.bn2 is not None else h
+    def branch(self, h: torch.Tensor) -> torch.Tensor:
+        """``F``: conv-BN-ReLU-conv, then BN in v1 order (in pre-activation order ``h`` is
+        already BN-ReLU of the block's input)."""
+        F = self.conv2(torch.relu(self.bn1(self.conv1(h))))
+        return self.bn2(F) if self.order == "v1" else F
 
 
 class BottleneckBlock(_Block):
@@ -272,10 +267,11 @@ class BottleneckBlock(_Block):
         self.conv3 = _conv(k, mid, c_out, 1, 1, bias)
         self.bn3 = _norm(k, c_out, batchnorm) if order == "v1" else None
 
-    def branch(self, x: torch.Tensor) -> torch.Tensor:
-        h = torch.relu(self.bn1(self.conv1(x)))
-        h = self.conv3(torch.relu(self.bn2(self.conv2(h))))
-        return self.bn3(h) if self.bn3 is not None else h
+    def branch(self, h: torch.Tensor) -> torch.Tensor:
+        """``F``: 1-tap, 3-tap and 1-tap convolutions with BN-ReLU between them, then BN in v1
+        order."""
+        F = self.conv3(torch.relu(self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(h)))))))
+        return self.bn3(F) if self.order == "v1" else F
 
 
 # ---------------------------------------------------------------- seeds and initialization
@@ -501,8 +497,9 @@ def member_scores(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *,
             logits = model(xb)
             if not model.stacked:
                 logits = logits[:, None]
-            ce = F.cross_entropy(logits.permute(0, 2, 1), yb[:, None].expand(-1, model.members),
-                                 reduction="none")                      # (batch, members)
+            ce = nn.functional.cross_entropy(logits.permute(0, 2, 1),
+                                             yb[:, None].expand(-1, model.members),
+                                             reduction="none")          # (batch, members)
             losses.append(ce.sum(0))
             hits.append((logits.argmax(-1) == yb[:, None]).sum(0))
         n = len(X)

@@ -100,3 +100,18 @@ def test_history_first_is_a_shorter_run():
     warm_short = dl.train(dl.DeepMLP(3, 8, seed=0), X, y, steps=3, warmup=4, device="cpu")
     np.testing.assert_array_equal(warm.first(3).loss, warm_short.loss)
     np.testing.assert_array_equal(warm.first(3).lr, warm_short.lr)
+
+
+def test_show_source_shows_the_package_code_under_its_file_and_class():
+    shown = dl.show_source(dl.BasicBlock.branch, dl.train)
+    text = repr(shown)
+    assert text.startswith("# depthlab/resnet.py: BasicBlock.branch\ndef branch(self, h")
+    assert "\n\n# depthlab/training.py: train\ndef train(" in text
+    # highlighted as Python where Markdown is rendered; the plain text is what nbval compares
+    assert shown._repr_markdown_() == f"```python\n{text}\n```"
+
+
+@pytest.mark.parametrize("objects", [(), (3,), (len,)])
+def test_show_source_rejects_what_has_no_python_source(objects):
+    with pytest.raises(ValueError, match="show_source"):
+        dl.show_source(*objects)

@@ -139,6 +139,28 @@ def test_chapters_and_labs_compute_their_figures(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_a_notebook_teaches_from_the_package_code_not_a_copy_of_it(path):
+    """A block the package exports is not defined again in a notebook (a second copy, checked
+    against the first, is two versions of one idea): a chapter shows the package's own code
+    with ``dl.show_source``, and what it stored is the package's code as it is now."""
+    import depthlab as dl
+
+    exported = {name for name in dl.__all__ if isinstance(getattr(dl, name), type)}
+    for k, cell in enumerate(code_cells(load(path))):
+        src = source(cell)
+        copies = exported & set(re.findall(r"^class (\w+)\b", src, re.M))
+        assert not copies, f"code cell {k} defines {sorted(copies)}, which depthlab exports"
+        call = re.fullmatch(r"dl\.show_source\(([\w., ]+)\)\s*", src)
+        if "show_source" in src:
+            assert call, f"code cell {k}: a dl.show_source call is a cell of its own"
+            objects = [eval(name.strip(), {"dl": dl}) for name in call[1].split(",")]
+            stored = ["".join(o["data"]["text/plain"]) for o in cell.get("outputs", [])
+                      if "text/plain" in o.get("data", {})]
+            assert stored == [repr(dl.show_source(*objects))], (
+                f"code cell {k} shows an older version of the code (make execute)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_each_panel_is_one_call_showing_one_figure(path):
     """A panel is one ``dl.panel`` cell: the live slider in a learner's kernel, the twin in the
     stored outputs (depthlab/book/twin.py). A second cell drawing the same figure (a

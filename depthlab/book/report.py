@@ -7,12 +7,16 @@
 * :func:`significant` rounds to a few significant digits, to the nearest value or, for a bound
   quoted in a sentence ("every run ends at or above ..."), in the direction that keeps it true.
 * :func:`geometric_mean` averages quantities that vary over orders of magnitude;
-* :func:`markdown_table` shows a table as Markdown (a real table in Jupyter and on the site).
+* :func:`markdown_table` shows a table as Markdown (a real table in Jupyter and on the site);
+* :func:`show_source` shows the package's own code in a page, so that a chapter teaches from the
+  code the experiments run instead of a second copy.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -119,3 +123,41 @@ def markdown_table(header: Sequence, rows: Sequence[Sequence]):
             raise ValueError(f"row {i} has {len(cells)} cells, the header has {len(header)}")
         lines.append("| " + " | ".join(cells) + " |")
     return Markdown("\n".join(lines))
+
+
+class Source:
+    """Code to show: highlighted as Markdown in Jupyter, Colab and on the site, and the code
+    itself as plain text (what nbval compares, so a stored copy cannot go stale unnoticed)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return f"```python\n{self.text}\n```"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def show_source(*objects) -> Source:
+    """Show the source code of functions, methods or classes, one after the other.
+
+    A chapter that teaches a block reads the package's own code with it, the code every
+    experiment runs, rather than a copy written for the page. Each is shown under a comment
+    naming its file and, for a method, the class that defines it. Returns a :class:`Source`: leave it last in a cell.
+
+    Introduced in Chapter 7 (chapters/07_resnets_as_built).
+    """
+    if not objects:
+        raise ValueError("show_source needs at least one function, method or class")
+    parts = []
+    for obj in objects:
+        try:
+            code = textwrap.dedent(inspect.getsource(obj)).rstrip()
+        except (TypeError, OSError):
+            raise ValueError(f"show_source shows functions, methods and classes written in "
+                             f"Python, got {obj!r}") from None
+        # where it is: the file, and the class that defines a method
+        where = f"{obj.__module__.replace('.', '/')}.py: {obj.__qualname__}"
+        parts.append(f"# {where}\n{code}")
+    return Source("\n\n".join(parts))
