@@ -173,15 +173,17 @@ class _Block(nn.Module):
         return keep.repeat_interleave(self.out_width).to(x.device)[None, :, None]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # pre-activation order: the branch (and a projection shortcut) read BN-ReLU of x
+        # shared by BasicBlock and BottleneckBlock (their base class, _Block)
+        # pre-activation order: the branch, and option B's projection, read
+        # h = ReLU(BN(x)); v1 order: they read x itself
         h = torch.relu(self.bn_in(x)) if self.order == "preact" else x
         F = self.branch(h)
-        if self.detach_branch:      # for measurements: gradients through the shortcut only
+        if self.detach_branch:  # a switch for measurements: no gradient through F
             F = F.detach()
-        if self.residual:
-            out = self.shortcut(x, h) + self.keep(x) * F    # keep: 1 unless stochastic depth
-        else:
-            out = F                                         # a plain block: no shortcut
+        if self.residual:  # keep: 1, or stochastic depth's 0 or 1 (p in eval)
+            out = self.shortcut(x, h) + self.keep(x) * F
+        else:  # residual=False: a plain block, no shortcut
+            out = F
         return torch.relu(out) if self.order == "v1" else out
 
     def first_weight(self) -> torch.Tensor:
@@ -234,8 +236,8 @@ class BasicBlock(_Block):
         self.bn2 = _norm(k, c_out, batchnorm) if order == "v1" else None
 
     def branch(self, h: torch.Tensor) -> torch.Tensor:
-        """``F``: conv-BN-ReLU-conv, then BN in v1 order (in pre-activation order ``h`` is
-        already BN-ReLU of the block's input)."""
+        """F: conv-BN-ReLU-conv, then BN in v1 order. ``h`` is the block's input
+        x (v1) or ReLU(BN(x)) (pre-activation; ``forward`` computes it)."""
         F = self.conv2(torch.relu(self.bn1(self.conv1(h))))
         return self.bn2(F) if self.order == "v1" else F
 
