@@ -23,25 +23,21 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _lab4 import side_by_side, task  # tools/trials/_lab4.py, beside this script
 
 import depthlab as dl
 
-V, T, D, DEPTH, BATCH, WARMUP = 16, 8, 32, 6, 16, 60
+WARMUP = 60
 RATES, WARMUPS, BUDGETS = [1e-3, 2e-3, 5e-3, 1e-2], [0, WARMUP], [125, 250, 500]
 
 
 def main(first, last):
     dl.setup(threads=1)
-    X, Y = dl.sequence_task(4096, kind="sort", length=T, vocab=V, seed=0)
+    X, Y = task()
     settings = [(lr, w) for w in WARMUPS for lr in RATES]
     for seed in range(first, last):
         start = time.perf_counter()
-        models = [dl.TinyTransformer(V, T, DEPTH, d_model=D, norm="post", seed=seed)
-                  for _ in settings]
-        histories = dl.train_many(models, X, Y, steps=BUDGETS[-1],
-                                  lr=[lr for lr, _ in settings],
-                                  warmup=[w for _, w in settings], batch_size=BATCH,
-                                  betas=(0.9, 0.98), seed=seed)
+        histories = side_by_side(X, Y, settings, seed, BUDGETS[-1])
         for (lr, w), h in zip(settings, histories):
             scores = [float(np.mean(h.loss[b - 25:b])) for b in BUDGETS]
             print(f"seed {seed} lr {lr:g} warmup {w:>2} "
