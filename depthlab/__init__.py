@@ -27,8 +27,8 @@ the two layers below.
 train many networks at once and are tested to agree with :func:`train` model by model.
 
 **The book's machinery** (``depthlab/book/``): :func:`glue`, :func:`significant`,
-:func:`markdown_table`, :func:`show_source`, :func:`conclusions`, the interactive panels and their no-kernel twins
-(:func:`panel`, :func:`scrubber`), and the labs' :func:`setup` and rate sweeps
+:func:`markdown_table`, :func:`show_source`, :func:`conclusions`, the interactive panels and
+their no-kernel twins (:func:`panel`, :func:`scrubber`), and the labs' :func:`setup` and rate sweeps
 (:func:`best_rates`, :func:`rate_table`).
 
 Every public function and class names, in its docstring, the chapter or lab that introduces it.
@@ -85,8 +85,8 @@ __all__ = [
     "glue", "History", "init_linear", "INITS", "jacobian", "jacobian_singular_values", "lab_seed",
     "layer_heatmap", "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "Probe",
     "position_similarity", "rate_table", "ResNet1d", "scrubber", "SeqHistory", "setup",
-    "sequence_accuracy", "sequence_task", "set_seed", "show_source", "significant", "spirals", "split",
-    "steps_to",
+    "sequence_accuracy", "sequence_task", "set_seed", "show_source", "significant", "spirals",
+    "split", "steps_to",
     "TinyTransformer", "train", "train_many", "train_resnet", "train_sequence", "train_together",
     "TransformerBlock", "two_spirals", "use_style", "weight_grad_norms",
 ]

@@ -145,7 +145,7 @@ class _Block(nn.Module):
             self._generators = (generators if generators is not None
                                 else member_generators(seed, self.members))
 
-    def branch(self, x: torch.Tensor) -> torch.Tensor:
+    def branch(self, h: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
     def shortcut(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
@@ -180,7 +180,9 @@ class _Block(nn.Module):
         F = self.branch(h)
         if self.detach_branch:  # a switch for measurements: no gradient through F
             F = F.detach()
-        if self.residual:  # keep: 1, or stochastic depth's 0 or 1 (p in eval)
+        if self.residual:
+            # keep is 1, or with stochastic depth a draw of 0 or 1 (in evaluation
+            # the block's survival probability)
             out = self.shortcut(x, h) + self.keep(x) * F
         else:  # residual=False: a plain block, no shortcut
             out = F

@@ -144,7 +144,8 @@ def show_source(*objects) -> Source:
 
     A chapter that teaches a block reads the package's own code with it, the code every
     experiment runs, rather than a copy written for the page. Each is shown under a comment
-    naming its file and, for a method, the class that defines it. Returns a :class:`Source`: leave it last in a cell.
+    naming its file and, for a method, the class that defines it. Returns a :class:`Source`:
+    leave it last in a cell.
 
     Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
