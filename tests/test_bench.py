@@ -270,6 +270,12 @@ def test_the_page_says_which_seeds_each_configuration_ran():
     assert "the other notebooks have not been run" in page  # one of the course's 29
     same = dict(results, runs=[run(s, c) for s in (1, 2) for c in results["configs"]])
     assert "at seeds 1 and 2 in each of these configurations: *1 thread*" in bench.render(same)
+    # a notebook run at more seeds does not speak for the others
+    other = dict(run(0, bench.ONE_THREAD), path="labs/lab8.ipynb")
+    wider = dict(results, runs=results["runs"] + [other] + [
+        dict(run(s, bench.ONE_THREAD), path="labs/lab8.ipynb") for s in (1, 2, 3, 4)])
+    page = bench.render(wider)
+    assert "at seeds 1, 2, 3 and 4 in *1 thread*" in page and "at more seeds" in page
 
 
 def test_the_bench_reads_what_every_exercise_check_said():

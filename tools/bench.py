@@ -462,19 +462,24 @@ def _configs_text(results: dict) -> str:
 
 def _seeds_text(matrix: list[dict], results: dict) -> str:
     """"at seeds 1, 2, 3 and 4 in each of these configurations: ...", or, where the
-    configurations were run at different seeds, the seeds of each."""
-    seeds = {}
+    configurations were run at different seeds, the seeds of each: the seeds that every
+    notebook run in a configuration ran there, with a note where some ran more (their rows
+    count their runs)."""
+    by_notebook: dict = {}  # config -> notebook -> seeds
     for r in matrix:
-        seeds.setdefault(r["config"], set()).add(r["seed"])
+        by_notebook.setdefault(r["config"], {}).setdefault(r["path"], set()).add(r["seed"])
+    seeds = {c: set.intersection(*paths.values()) for c, paths in by_notebook.items()}
+    more = any(ran != seeds[c] for c, paths in by_notebook.items() for ran in paths.values())
+    note = " (some notebooks at more seeds: the last column counts each check's runs)" * more
     if len({frozenset(s) for s in seeds.values()}) <= 1:
         every = sorted(set().union(*seeds.values())) if seeds else []
         return (f"at seeds {_list([str(s) for s in every])} in each of these configurations: "
-                f"{_configs_text(results)}")
+                f"{_configs_text(results)}{note}")
     order = [c for c in results.get("configs", []) if c in seeds] + sorted(
         set(seeds) - set(results.get("configs", [])))
     return _list([f"at {'seed' if len(seeds[c]) == 1 else 'seeds'} "
                   f"{_list([str(s) for s in sorted(seeds[c])])} in {_config_text(c)}"
-                  for c in order])
+                  for c in order]) + note
 
 
 def _provenance_lines(results: dict) -> list[str]:
