@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -153,7 +154,9 @@ def test_a_notebook_teaches_from_the_package_code_not_a_copy_of_it(path):
         call = re.fullmatch(r"dl\.show_source\(([\w., ]+)\)\s*", src)
         if "show_source" in src:
             assert call, f"code cell {k}: a dl.show_source call is a cell of its own"
-            objects = [eval(name.strip(), {"dl": dl}) for name in call[1].split(",")]
+            # each argument is a dotted name under dl: dl.BasicBlock.branch
+            objects = [functools.reduce(getattr, name.strip().split(".")[1:], dl)
+                       for name in call[1].split(",")]
             stored = ["".join(o["data"]["text/plain"]) for o in cell.get("outputs", [])
                       if "text/plain" in o.get("data", {})]
             assert stored == [repr(dl.show_source(*objects))], (

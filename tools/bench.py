@@ -470,7 +470,8 @@ def _seeds_text(matrix: list[dict], results: dict) -> str:
         by_notebook.setdefault(r["config"], {}).setdefault(r["path"], set()).add(r["seed"])
     seeds = {c: set.intersection(*paths.values()) for c, paths in by_notebook.items()}
     more = any(ran != seeds[c] for c, paths in by_notebook.items() for ran in paths.values())
-    note = " (some notebooks at more seeds: the last column counts each check's runs)" * more
+    note = (" (some notebooks at more seeds: the last column counts each check's runs)"
+            if more else "")
     if len({frozenset(s) for s in seeds.values()}) <= 1:
         every = sorted(set().union(*seeds.values())) if seeds else []
         return (f"at seeds {_list([str(s) for s in every])} in each of these configurations: "

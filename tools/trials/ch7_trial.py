@@ -75,10 +75,10 @@ def summary(path=RECORD):
                                                   np.array(m[5].split(), float))
 
     def best(arm, steps, by):  # the arm's best rate by the claim's metric, and its median
-        scores = {lr: float(np.median(runs[arm, steps, lr][by])) for lr in RATES
-                  if (arm, steps, lr) in runs and np.isfinite(runs[arm, steps, lr][by]).all()}
-        lr = (min if by == 0 else max)(scores, key=scores.get)
-        return lr, scores[lr]
+        there = dl.best_rates({(arm, lr, k): value for (a, b, lr), scores in runs.items()
+                               if (a, b) == (arm, steps) for k, value in enumerate(scores[by])},
+                              better="lower" if by == 0 else "higher")[arm]
+        return there["lr"], there["median"]
 
     held = True
     for steps in BUDGETS:

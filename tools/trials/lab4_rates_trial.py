@@ -44,6 +44,7 @@ of three consecutive seeds, where it first stopped at the last window of five.)
 """
 
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -132,7 +133,6 @@ def summary(path=RECORD):
 
 
 if __name__ == "__main__":
-    import sys
     if sys.argv[1:] == ["summary"]:
         sys.exit(0 if summary() else 1)
     train(int(sys.argv[1]), int(sys.argv[2]))

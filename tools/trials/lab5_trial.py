@@ -85,9 +85,8 @@ def summary(path=RECORD):
     runs = recorded(path)  # (arm, steps, lr) -> training losses
 
     def best(arm, steps):  # the arm's best rate (lowest median loss) and its losses there
-        scores = {lr: float(np.median(runs[arm, steps, lr])) for lr in RATES
-                  if (arm, steps, lr) in runs}
-        lr = min(scores, key=scores.get)
+        lr = dl.best_rates({(arm, lr, k): value for (a, b, lr), losses in runs.items()
+                            if (a, b) == (arm, steps) for k, value in enumerate(losses)})[arm]["lr"]
         return lr, runs[arm, steps, lr]
 
     held = True
