@@ -24,7 +24,9 @@ the two layers below.
   1,200 lines of code).
 
 **The fast paths** (``depthlab/fast/``): :func:`train_many` and :func:`train_together`, which
-train many networks at once and are tested to agree with :func:`train` model by model.
+train many networks at once and are tested to agree with :func:`train` model by model, and
+:class:`ResNetStack` with :func:`member_scores`, several seeds' ResNets computed as one model
+and tested against each network alone.
 
 **The book's machinery** (``depthlab/book/``): :func:`glue`, :func:`significant`,
 :func:`markdown_table`, :func:`show_source`, :func:`conclusions`, the interactive panels and
@@ -55,7 +57,7 @@ from .book import (
     steps_to,
 )
 from .data import load_mnist1d, spirals, split, two_spirals
-from .fast import train_many, train_together
+from .fast import ResNetStack, member_scores, train_many, train_together
 from .models import ACTIVATIONS, ALPHA_WORDS, INITS, NORMS, Block, DeepMLP, init_linear
 from .plots import COLORS, color, layer_heatmap, use_style
 from .probes import (
@@ -65,7 +67,7 @@ from .probes import (
     position_similarity,
     weight_grad_norms,
 )
-from .resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores, train_resnet
+from .resnet import BasicBlock, BottleneckBlock, ResNet1d, train_resnet
 from .seeds import default_device, lab_seed, set_seed
 from .training import History, accuracy, evaluate_loss, train
 from .transformer import (
@@ -84,7 +86,7 @@ __all__ = [
     "conclusions", "DeepMLP", "default_device", "evaluate_loss", "geometric_mean",
     "glue", "History", "init_linear", "INITS", "jacobian", "jacobian_singular_values", "lab_seed",
     "layer_heatmap", "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "Probe",
-    "position_similarity", "rate_table", "ResNet1d", "scrubber", "SeqHistory", "setup",
+    "position_similarity", "rate_table", "ResNet1d", "ResNetStack", "scrubber", "SeqHistory", "setup",
     "sequence_accuracy", "sequence_task", "set_seed", "show_source", "significant", "spirals",
     "split", "steps_to",
     "TinyTransformer", "train", "train_many", "train_resnet", "train_sequence", "train_together",

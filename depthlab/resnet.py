@@ -32,18 +32,11 @@ stages 2 and 3 halves the length), global average pooling and a linear head. Dep
 weight layers, ``6n + 2`` with basic blocks (8, 20, 56, 110, ...) and ``9n + 2`` with bottleneck
 blocks.
 
-**Seeds side by side.** ``ResNet1d(..., seed=[0, 1, 2])`` holds three networks of the same
-architecture, one per seed, computed together with grouped convolutions (their channels never
-mix): it returns logits of shape ``(batch, 3, classes)``, trains with :func:`depthlab.train` on
-``model.targets(y)`` as if each network were trained alone on the same minibatches, and
-:func:`member_scores` measures each one. Member ``k`` is initialized exactly as
-``ResNet1d(..., seed=seeds[k])``.
+Everything here is one network. Several seeds' networks trained side by side, one model
+computing them all, are :class:`depthlab.fast.ResNetStack`, built from these networks.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from numbers import Integral
 
 import numpy as np
 import torch
@@ -51,8 +44,8 @@ from torch import nn
 
 from ._checks import boolean, choice, finite_float, positive_int
 from ._checks import seed as check_seed
-from .seeds import member_generators, seeded
-from .training import History, _evaluating, train
+from .seeds import seeded, stochastic_depth_generator
+from .training import History, train
 
 ORDERS = ("v1", "preact")
 BLOCKS = ("basic", "bottleneck")
@@ -60,32 +53,17 @@ SHORTCUTS = ("A", "B")
 EXPANSION = 4  # a bottleneck block's output width over its inner width (He et al.)
 
 
-# ---------------------------------------------------------------- layers of K members
+# ---------------------------------------------------------------- layers
 
 
-def _conv(members: int, c_in: int, c_out: int, taps: int, stride: int = 1, bias: bool = False):
-    """``members`` independent 1-D convolutions in one grouped ``nn.Conv1d`` ("same" padding)."""
-    return nn.Conv1d(members * c_in, members * c_out, taps, stride=stride, padding=taps // 2,
-                     groups=members, bias=bias)
+def _conv(c_in: int, c_out: int, taps: int, stride: int = 1, bias: bool = False) -> nn.Conv1d:
+    """A 1-D convolution with "same" padding (the length changes only with the stride)."""
+    return nn.Conv1d(c_in, c_out, taps, stride=stride, padding=taps // 2, bias=bias)
 
 
-def _norm(members: int, channels: int, batchnorm: bool) -> nn.Module:
-    """A BatchNorm over every channel of every member (its statistics are per channel, so the
-    members stay independent), or nothing."""
-    return nn.BatchNorm1d(members * channels) if batchnorm else nn.Identity()
-
-
-class _ScaleGrad(torch.autograd.Function):
-    """Identity forward; multiplies the gradient by ``factor`` backward."""
-
-    @staticmethod
-    def forward(ctx, x, factor):
-        ctx.factor = factor
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad * ctx.factor, None
+def _norm(channels: int, batchnorm: bool) -> nn.Module:
+    """A BatchNorm over ``channels``, or nothing."""
+    return nn.BatchNorm1d(channels) if batchnorm else nn.Identity()
 
 
 def _check_survival(survival) -> float:
@@ -103,7 +81,7 @@ class _Block(nn.Module):
     """What basic and bottleneck blocks share: the shortcut, the order and stochastic depth."""
 
     def __init__(self, in_width, out_width, stride, residual, order, shortcut, batchnorm,
-                 survival, members, seed, generators):
+                 survival, seed, generator):
         super().__init__()
         self.in_width = positive_int("in_width", in_width)
         self.out_width = self.in_width if out_width is None else positive_int("out_width",
@@ -114,7 +92,6 @@ class _Block(nn.Module):
         self.residual = boolean("residual", residual)
         self.batchnorm = boolean("batchnorm", batchnorm)
         self.order = choice("order", order, ORDERS)
-        self.members = positive_int("members", members)
         self.survival = _check_survival(survival)
         if not residual and (shortcut is not None or self.survival != 1.0):
             raise ValueError("shortcut and survival apply to residual blocks only "
@@ -133,17 +110,15 @@ class _Block(nn.Module):
         self.detach_branch = False  # for measurements: gradients through the shortcut only
         self.projection = None
         if self.shortcut_option == "B":
-            k = self.members
-            proj = [_conv(k, self.in_width, self.out_width, 1, self.stride)]
+            proj = [_conv(self.in_width, self.out_width, 1, self.stride)]
             if order == "v1" and batchnorm:
-                proj.append(_norm(k, self.out_width, True))
+                proj.append(_norm(self.out_width, True))
             self.projection = nn.Sequential(*proj)
-        # stochastic depth draws from one generator per member, so that member k drops the
-        # same blocks whether it is trained alone or beside others
-        self._generators = None
+        # stochastic depth's draws; a network passes one generator to all its blocks
+        self._generator = None
         if residual and self.survival < 1.0:
-            self._generators = (generators if generators is not None
-                                else member_generators(seed, self.members))
+            self._generator = (generator if generator is not None
+                               else stochastic_depth_generator(seed))
 
     def branch(self, h: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
@@ -155,22 +130,23 @@ class _Block(nn.Module):
             return x
         if self.shortcut_option == "B":
             return self.projection(h)
-        # option A: subsample with the block's stride, then append zero channels per member
-        n, _, length = x.shape
-        x = x[:, :, ::self.stride].reshape(n, self.members, self.in_width, -1)
-        x = nn.functional.pad(x, (0, 0, 0, self.out_width - self.in_width))
-        return x.reshape(n, self.members * self.out_width, -1)
+        # option A: subsample with the block's stride, then append zero channels
+        return self._zero_pad(x[:, :, ::self.stride])
+
+    def _zero_pad(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` with ``out_width - in_width`` zero channels appended."""
+        return nn.functional.pad(x, (0, 0, 0, self.out_width - self.in_width))
 
     def keep(self, x: torch.Tensor) -> torch.Tensor | float:
-        """The factor on the branch: 1 without stochastic depth; in training a 0/1 draw per
-        member (whole block, whole minibatch); in evaluation the survival probability."""
+        """The factor on the branch: 1 without stochastic depth; in training a draw of 0 or 1
+        (whole block, whole minibatch; in ``x``'s dtype); in evaluation the survival
+        probability."""
         if self.survival == 1.0:
             return 1.0
         if not self.training:
             return self.survival
-        draws = torch.stack([torch.rand((), generator=g) for g in self._generators])
-        keep = (draws < self.survival).to(x.dtype)
-        return keep.repeat_interleave(self.out_width).to(x.device)[None, :, None]
+        draw = torch.rand((), generator=self._generator)
+        return (draw < self.survival).to(x.dtype).to(x.device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # shared by BasicBlock and BottleneckBlock (their base class, _Block)
@@ -214,10 +190,8 @@ class BasicBlock(_Block):
         ``False`` removes every BatchNorm (the convolutions then get biases).
     survival:
         Stochastic depth's survival probability in (0, 1] (residual blocks only).
-    members:
-        How many independent networks the block holds side by side (see :class:`ResNet1d`).
     seed:
-        Seed of the stochastic-depth draws (an integer >= 0, one per member), or None.
+        Seed of the stochastic-depth draws (an integer >= 0), or None.
 
     The weights are PyTorch's defaults; :class:`ResNet1d` re-initializes them (He init).
 
@@ -226,16 +200,16 @@ class BasicBlock(_Block):
 
     def __init__(self, in_width: int, out_width: int | None = None, *, stride: int = 1,
                  residual: bool = True, order: str = "v1", shortcut: str | None = None,
-                 batchnorm: bool = True, survival: float = 1.0, members: int = 1, seed=None,
-                 _generators=None):
+                 batchnorm: bool = True, survival: float = 1.0, seed: int | None = None,
+                 _generator=None):
         super().__init__(in_width, out_width, stride, residual, order, shortcut, batchnorm,
-                         survival, members, seed, _generators)
-        k, c_in, c_out, bias = self.members, self.in_width, self.out_width, not batchnorm
-        self.bn_in = _norm(k, c_in, batchnorm) if order == "preact" else None
-        self.conv1 = _conv(k, c_in, c_out, 3, self.stride, bias)
-        self.bn1 = _norm(k, c_out, batchnorm)
-        self.conv2 = _conv(k, c_out, c_out, 3, 1, bias)
-        self.bn2 = _norm(k, c_out, batchnorm) if order == "v1" else None
+                         survival, seed, _generator)
+        c_in, c_out, bias = self.in_width, self.out_width, not batchnorm
+        self.bn_in = _norm(c_in, batchnorm) if order == "preact" else None
+        self.conv1 = _conv(c_in, c_out, 3, self.stride, bias)
+        self.bn1 = _norm(c_out, batchnorm)
+        self.conv2 = _conv(c_out, c_out, 3, 1, bias)
+        self.bn2 = _norm(c_out, batchnorm) if order == "v1" else None
 
     def branch(self, h: torch.Tensor) -> torch.Tensor:
         """F: conv-BN-ReLU-conv, then BN in v1 order. ``h`` is the block's input
@@ -254,22 +228,22 @@ class BottleneckBlock(_Block):
 
     def __init__(self, in_width: int, out_width: int | None = None, *, stride: int = 1,
                  residual: bool = True, order: str = "v1", shortcut: str | None = None,
-                 batchnorm: bool = True, survival: float = 1.0, members: int = 1, seed=None,
-                 _generators=None):
+                 batchnorm: bool = True, survival: float = 1.0, seed: int | None = None,
+                 _generator=None):
         super().__init__(in_width, out_width, stride, residual, order, shortcut, batchnorm,
-                         survival, members, seed, _generators)
+                         survival, seed, _generator)
         if self.out_width % EXPANSION:
             raise ValueError(f"a bottleneck block's out_width must be a multiple of "
                              f"{EXPANSION}, got {self.out_width}")
-        k, c_in, c_out, bias = self.members, self.in_width, self.out_width, not batchnorm
+        c_in, c_out, bias = self.in_width, self.out_width, not batchnorm
         mid = c_out // EXPANSION
-        self.bn_in = _norm(k, c_in, batchnorm) if order == "preact" else None
-        self.conv1 = _conv(k, c_in, mid, 1, 1, bias)
-        self.bn1 = _norm(k, mid, batchnorm)
-        self.conv2 = _conv(k, mid, mid, 3, self.stride, bias)
-        self.bn2 = _norm(k, mid, batchnorm)
-        self.conv3 = _conv(k, mid, c_out, 1, 1, bias)
-        self.bn3 = _norm(k, c_out, batchnorm) if order == "v1" else None
+        self.bn_in = _norm(c_in, batchnorm) if order == "preact" else None
+        self.conv1 = _conv(c_in, mid, 1, 1, bias)
+        self.bn1 = _norm(mid, batchnorm)
+        self.conv2 = _conv(mid, mid, 3, self.stride, bias)
+        self.bn2 = _norm(mid, batchnorm)
+        self.conv3 = _conv(mid, c_out, 1, 1, bias)
+        self.bn3 = _norm(c_out, batchnorm) if order == "v1" else None
 
     def branch(self, h: torch.Tensor) -> torch.Tensor:
         """``F``: 1-tap, 3-tap and 1-tap convolutions with BN-ReLU between them, then BN in v1
@@ -278,44 +252,26 @@ class BottleneckBlock(_Block):
         return self.bn3(F) if self.order == "v1" else F
 
 
-# ---------------------------------------------------------------- seeds and initialization
-
-
-def _seeds(seed) -> tuple[list[int | None], bool]:
-    """``(seeds, stacked)``: one seed per member, and whether the model has a member axis."""
-    if seed is None or isinstance(seed, Integral) and not isinstance(seed, bool):
-        return [None if seed is None else check_seed("seed", seed)], False
-    if isinstance(seed, Sequence) and not isinstance(seed, str) and len(seed) > 0:
-        seeds = [check_seed("seed", s) for s in seed]
-        if len(set(seeds)) != len(seeds):
-            raise ValueError(f"the seeds of a stack of networks must differ, got {list(seed)}")
-        return seeds, True
-    raise ValueError(f"seed must be an integer >= 0, None, or a non-empty list of integers "
-                     f">= 0 (one network per seed), got {seed!r}")
+# ---------------------------------------------------------------- initialization
 
 
 @torch.no_grad()
-def _he_init(model: nn.Module, seeds: list[int | None]) -> None:
-    """He initialization of every convolution, member by member, each from its own seed.
+def _he_init(model: nn.Module, generator: torch.Generator | None) -> None:
+    """He initialization of every convolution of ``model``, in module order, from ``generator``.
 
     Convolutions: N(0, 2 / fan_in) (He et al. 2015), biases 0; the head: PyTorch's default
-    range U(-1/sqrt(fan_in), 1/sqrt(fan_in)), bias 0; BatchNorm: scale 1, shift 0. Member ``k``
-    draws only from ``seeds[k]``, in module order, so it is the network a single-seed model with
-    that seed would be.
+    range U(-1/sqrt(fan_in), 1/sqrt(fan_in)), bias 0; BatchNorm: scale 1, shift 0 (PyTorch's
+    defaults).
     """
-    k = len(seeds)
-    gens = [None if s is None else torch.Generator().manual_seed(s) for s in seeds]
     for module in model.modules():
         if not isinstance(module, nn.Conv1d):
             continue
-        per_member = module.weight.shape[0] // k
-        for m, g in enumerate(gens):
-            w = module.weight[m * per_member:(m + 1) * per_member]
-            if module is model.head:
-                bound = 1.0 / (w.shape[1] * w.shape[2]) ** 0.5
-                nn.init.uniform_(w, -bound, bound, generator=g)
-            else:
-                nn.init.kaiming_normal_(w, mode="fan_in", nonlinearity="relu", generator=g)
+        w = module.weight
+        if module is model.head:
+            bound = 1.0 / (w.shape[1] * w.shape[2]) ** 0.5
+            nn.init.uniform_(w, -bound, bound, generator=generator)
+        else:
+            nn.init.kaiming_normal_(w, mode="fan_in", nonlinearity="relu", generator=generator)
         if module.bias is not None:
             nn.init.zeros_(module.bias)
 
@@ -345,34 +301,38 @@ class ResNet1d(nn.Module):
         ``l = 1..L`` survives with ``p_l = 1 - (l / L)(1 - survival)``, Huang et al.'s linear
         decay (1 keeps every block, the default).
     seed:
-        An integer >= 0 (one network), a list of distinct integers (one network per seed, side
-        by side: the logits get a member axis), or None (PyTorch's global random state).
+        An integer >= 0, or None (PyTorch's global random state). Several seeds' networks side
+        by side are :class:`depthlab.fast.ResNetStack`.
 
     Input: signals of shape ``(batch, length)`` or ``(batch, 1, length)``. Output: logits
-    ``(batch, classes)``, or ``(batch, members, classes)`` for a list of seeds.
+    ``(batch, classes)``.
     ``model.blocks`` lists the blocks; ``model.stream(u)`` returns the stream after the stem
     and after every block.
 
     Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
 
+    block_types = {"basic": BasicBlock, "bottleneck": BottleneckBlock}
+
     def __init__(self, depth: int = 20, width: int = 16, classes: int = 10, *,
                  residual: bool = True, order: str = "v1", block: str = "basic",
                  shortcut: str | None = None, batchnorm: bool = True, survival: float = 1.0,
-                 seed=None):
+                 seed: int | None = None):
         super().__init__()
-        seeds, self.stacked = _seeds(seed)
+        if isinstance(seed, (list, tuple)):
+            raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}; several "
+                             f"seeds' networks side by side are dl.ResNetStack(..., "
+                             f"seeds={list(seed)!r})")
+        self.seed = None if seed is None else check_seed("seed", seed)
         # PyTorch's layers draw default weights from the global generator when they are built;
         # with a seed, draw those from a private one, so that building a model changes
         # nothing else (they are overwritten by He init below anyway)
-        with seeded(seeds[0]):
-            self._build(seeds, depth, width, classes, residual, order, block, shortcut,
-                        batchnorm, survival)
+        with seeded(self.seed):
+            self._build(depth, width, classes, residual, order, block, shortcut, batchnorm,
+                        survival)
 
-    def _build(self, seeds, depth, width, classes, residual, order, block, shortcut, batchnorm,
+    def _build(self, depth, width, classes, residual, order, block, shortcut, batchnorm,
                survival):
-        self.seeds = seeds
-        self.members = k = len(seeds)
         depth = positive_int("depth", depth, minimum=3)
         width = positive_int("width", width)
         classes = positive_int("classes", classes, minimum=2)
@@ -394,14 +354,14 @@ class ResNet1d(nn.Module):
         self.config = dict(depth=depth, width=width, classes=classes, residual=residual,
                            order=order, block=block, shortcut=shortcut, batchnorm=batchnorm,
                            survival=survival)
-        Block = BasicBlock if block == "basic" else BottleneckBlock
+        Block = self.block_types[block]
         grow = 1 if block == "basic" else EXPANSION
-        # one random source per member, shared by all blocks (drawn in block order)
-        gens = (member_generators(seeds if None not in seeds else None, k)
-                if residual and survival < 1.0 else None)
+        # stochastic depth: one random source, shared by all blocks (drawn in block order)
+        generator = (stochastic_depth_generator(self.seed)
+                     if residual and survival < 1.0 else None)
 
-        self.stem = _conv(k, 1, width, 3, 1, not batchnorm)
-        self.stem_norm = _norm(k, width, batchnorm) if order == "v1" else nn.Identity()
+        self.stem = _conv(1, width, 3, 1, not batchnorm)
+        self.stem_norm = _norm(width, batchnorm) if order == "v1" else nn.Identity()
         blocks, c = [], width
         total = 3 * n
         for stage in range(3):
@@ -413,13 +373,13 @@ class ResNet1d(nn.Module):
                                     residual=residual, order=order,
                                     shortcut=shortcut if residual else None,
                                     batchnorm=batchnorm, survival=p if residual else 1.0,
-                                    members=k, _generators=gens))
+                                    _generator=generator))
                 c = out
         self.blocks = nn.ModuleList(blocks)
-        self.final_norm = _norm(k, c, batchnorm) if order == "preact" else nn.Identity()
-        self.head = _conv(k, c, classes, 1, 1, bias=True)
+        self.final_norm = _norm(c, batchnorm) if order == "preact" else nn.Identity()
+        self.head = _conv(c, classes, 1, 1, bias=True)
         self.classes, self.out_width = classes, c
-        _he_init(self, seeds)
+        _he_init(self, None if self.seed is None else torch.Generator().manual_seed(self.seed))
 
     def _input(self, u: torch.Tensor) -> torch.Tensor:
         if u.dim() == 2:
@@ -427,7 +387,7 @@ class ResNet1d(nn.Module):
         if u.dim() != 3 or u.shape[1] != 1:
             raise ValueError(f"input must have shape (batch, length) or (batch, 1, length), "
                              f"got {tuple(u.shape)}")
-        return u.expand(-1, self.members, -1)  # every member reads the same signal
+        return u
 
     def _stem(self, u: torch.Tensor) -> torch.Tensor:
         x = self.stem(self._input(u))
@@ -436,7 +396,7 @@ class ResNet1d(nn.Module):
 
     def stream(self, u: torch.Tensor) -> list[torch.Tensor]:
         """``[x_0, x_1, ..., x_L]``: the stream after the stem and after each block, shape
-        ``(batch, members * channels, length)``."""
+        ``(batch, channels, length)``."""
         xs = [self._stem(u)]
         for block in self.blocks:
             xs.append(block(xs[-1]))
@@ -453,63 +413,21 @@ class ResNet1d(nn.Module):
         a pre-activation network's final BN-ReLU, global average pooling, the linear head."""
         if self.config["order"] == "preact":
             x = torch.relu(self.final_norm(x))
-        logits = self.head(x.mean(-1, keepdim=True))[..., 0]      # (batch, members * classes)
-        if not self.stacked:
-            return logits
-        logits = logits.view(len(logits), self.members, self.classes)
-        # The training loss is the mean over members, which would give each member 1/K of its
-        # own gradient; scaling the gradient back by K makes every member's update exactly
-        # the one it would get if it were trained alone.
-        return _ScaleGrad.apply(logits, float(self.members)) if self.members > 1 else logits
+        return self.head(x.mean(-1, keepdim=True))[..., 0]
 
     def targets(self, y: torch.Tensor) -> torch.Tensor:
-        """The labels to train on: ``y`` itself, or ``y`` once per member, shape
-        ``(batch, members)``, for a stack of networks."""
-        return y[:, None].expand(-1, self.members) if self.stacked else y
+        """The labels to train on: ``y`` itself (a :class:`~depthlab.fast.ResNetStack` repeats
+        them once per network)."""
+        return y
 
     def block_weights(self) -> list[torch.Tensor]:
         """The first convolution's weight of each block (what :func:`depthlab.train` records
-        per block; for a stack, all members' weights together)."""
+        per block)."""
         return [b.first_weight() for b in self.blocks]
 
     def survival_probabilities(self) -> np.ndarray:
         """Each block's survival probability ``p_l`` (all 1 without stochastic depth)."""
         return np.array([b.survival for b in self.blocks])
-
-
-@torch.no_grad()
-def member_scores(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *,
-                  batch_size: int = 1000) -> tuple[np.ndarray, np.ndarray]:
-    """Cross-entropy and accuracy of each network of ``model`` on ``(X, y)``, in evaluation mode.
-
-    Returns ``(loss, accuracy)``, two arrays with one entry per member (one entry for a
-    single network). The model keeps the mode (train or eval) it had.
-
-    Introduced in Chapter 7 (chapters/07_resnets_as_built).
-    """
-    if not isinstance(model, ResNet1d):
-        raise ValueError(f"model must be a ResNet1d, got {type(model).__name__}")
-    if len(X) != len(y):
-        raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
-    batch_size = positive_int("batch_size", batch_size)
-    device = next(model.parameters()).device
-    with _evaluating(model):
-        losses, hits = [], []
-        for start in range(0, len(X), batch_size):
-            xb = X[start:start + batch_size].to(device)
-            yb = y[start:start + batch_size].to(device)
-            logits = model(xb)
-            if not model.stacked:
-                logits = logits[:, None]
-            ce = nn.functional.cross_entropy(logits.permute(0, 2, 1),
-                                             yb[:, None].expand(-1, model.members),
-                                             reduction="none")          # (batch, members)
-            losses.append(ce.sum(0))
-            hits.append((logits.argmax(-1) == yb[:, None]).sum(0))
-        n = len(X)
-        loss = (torch.stack(losses).sum(0) / n).double().cpu().numpy()
-        acc = (torch.stack(hits).sum(0).double() / n).cpu().numpy()
-    return loss, acc
 
 
 def train_resnet(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *, steps: int = 400,
@@ -523,10 +441,10 @@ def train_resnet(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *, steps: in
     ``warmup``), then ``steps - drop_at`` steps at ``lr / 10`` (default ``drop_at``: three
     quarters of ``steps``). He et al. divide the rate by 10 twice, at half and three quarters of
     training; one drop serves a short run. The second call starts with a fresh momentum buffer
-    and draws its minibatches from ``seed + 1000``. ``y`` holds one label per example; a stack
-    of networks gets them once per member (:meth:`ResNet1d.targets`). Returns one
-    :class:`~depthlab.training.History` of all ``steps`` (losses and accuracies on the
-    minibatches, averaged over the members of a stack).
+    and draws its minibatches from ``seed + 1000``. ``y`` holds one label per example (a
+    :class:`~depthlab.fast.ResNetStack` repeats them per network, :meth:`ResNet1d.targets`).
+    Returns one :class:`~depthlab.training.History` of all ``steps`` (losses and accuracies on
+    the minibatches; for a stack, averaged over its networks).
 
     Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """

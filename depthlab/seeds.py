@@ -3,7 +3,7 @@
 * :func:`lab_seed` and :func:`default_device` read ``DEPTHLAB_SEED`` and ``DEPTHLAB_DEVICE``;
 * :func:`set_seed` seeds Python, NumPy and PyTorch at the top of a notebook;
 * :func:`seeded` draws a model's initial weights from its own seed (``DeepMLP(..., seed=s)``);
-* :func:`member_generators`: one generator per network of a stack (ResNet1d's stochastic depth).
+* :func:`stochastic_depth_generator`: the random source of a ResNet's dropped blocks.
 
 A training run draws its minibatches from a generator of its own, seeded by its ``seed``.
 
@@ -88,16 +88,10 @@ def seeded(seed):
         yield
 
 
-def member_generators(seed, members: int) -> list[torch.Generator]:
-    """One generator per member of a stack of networks, for stochastic depth: from ``seed`` (an
-    int or a list), or from PyTorch's global random state when it is None."""
-    seeds = seed if isinstance(seed, (list, tuple)) else [seed] * members
-    if len(seeds) != members:
-        raise ValueError(f"give one seed per member ({members}), got {seed!r}")
-    gens = []
-    for s in seeds:
-        if s is None:
-            s = int(torch.randint(0, 2**31 - 1, ()))
-        # offset, so the drops are not the same stream as the initial weights
-        gens.append(torch.Generator().manual_seed(check_seed("seed", s) + 7919))
-    return gens
+def stochastic_depth_generator(seed: int | None) -> torch.Generator:
+    """The random source of a network's stochastic-depth draws: from ``seed``, or from
+    PyTorch's global random state when it is None."""
+    if seed is None:
+        seed = int(torch.randint(0, 2**31 - 1, ()))
+    # offset, so that the drops are not the same stream as the initial weights
+    return torch.Generator().manual_seed(check_seed("seed", seed) + 7919)

@@ -130,8 +130,10 @@ EQUIVALENCE_TESTS = {
         "test_a_diverging_model_stops_without_disturbing_the_others",
         "test_a_loss_scale_trains_together_as_one_by_one",
     ],
-    # ResNet1d(seed=[...]): the grouped-convolution stack against members trained alone
-    "test_resnet.py": ["test_a_stack_trained_with_dl_train_matches_its_members_trained_alone",
+    # ResNetStack: several seeds' ResNets in grouped convolutions against each one alone
+    "test_resnet.py": ["test_a_stack_holds_exactly_the_initial_weights_of_its_networks",
+                       "test_a_stack_of_seeds_gives_each_member_the_network_of_its_seed",
+                       "test_a_stack_trained_with_dl_train_matches_its_members_trained_alone",
                        "test_members_of_a_stack_drop_blocks_independently_and_as_they_would_alone"],
 }
 

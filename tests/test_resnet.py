@@ -1,5 +1,5 @@
-"""Unit tests of depthlab's convolutional ResNets (depthlab.resnet) and of the MNIST-1D loader
-(depthlab.data). Each asserts a property that a broken implementation would violate."""
+"""Unit tests of depthlab's convolutional ResNets (depthlab.resnet), of several seeds' ResNets
+side by side (depthlab.fast.resnet) and of the MNIST-1D loader (depthlab.data). Each asserts a property that a broken implementation would violate."""
 
 import hashlib
 import random
@@ -12,7 +12,8 @@ from torch import nn
 
 import depthlab as dl
 from depthlab import data
-from depthlab.resnet import BasicBlock, BottleneckBlock, ResNet1d, member_scores, train_resnet
+from depthlab.fast import ResNetStack, member_scores
+from depthlab.resnet import BasicBlock, BottleneckBlock, ResNet1d, train_resnet
 
 
 def signals(n=6, length=40, seed=0):
@@ -49,13 +50,24 @@ def test_a_stack_of_seeds_gives_each_member_the_network_of_its_seed():
     for kwargs in [{}, dict(order="preact", shortcut="B"), dict(residual=False),
                    dict(block="bottleneck", depth=11), dict(survival=0.5)]:
         settings = {**dict(depth=8, width=4), **kwargs}
-        stack = ResNet1d(**settings, seed=[5, 2, 9]).eval()
+        stack = ResNetStack(**settings, seeds=[5, 2, 9]).eval()
         assert stack(signals()).shape == (6, 3, 10)
         for k, s in enumerate([5, 2, 9]):
             single = ResNet1d(**settings, seed=s).eval()
             # equal up to float rounding (grouped convolutions may sum in another order)
             torch.testing.assert_close(stack(signals())[:, k], single(signals()),
                                        rtol=1e-5, atol=1e-6)
+
+
+def test_a_stack_holds_exactly_the_initial_weights_of_its_networks():
+    for kwargs in [{}, dict(order="preact", shortcut="B", batchnorm=False)]:
+        stack = ResNetStack(8, 4, seeds=[3, 0], **kwargs)
+        singles = [ResNet1d(8, 4, seed=s, **kwargs).state_dict() for s in (3, 0)]
+        for name, tensor in stack.state_dict().items():
+            if name.endswith("num_batches_tracked"):
+                assert tensor == 0
+            else:  # network k's channels (or weights) are the k-th block, bit for bit
+                assert torch.equal(tensor, torch.cat([single[name] for single in singles]))
 
 
 def test_seeded_models_are_reproducible_and_leave_the_global_random_state_alone():
@@ -80,7 +92,7 @@ def test_a_stack_trained_with_dl_train_matches_its_members_trained_alone():
     X, y = signals(64), torch.arange(64) % 10
     recipe = dict(steps=5, lr=0.1, optimizer="sgd", batch_size=16, weight_decay=1e-4,
                   record=False, device="cpu")
-    stack = ResNet1d(8, 4, seed=[0, 1])
+    stack = ResNetStack(8, 4, seeds=[0, 1])
     history = dl.train(stack, X, stack.targets(y), **recipe)
     singles = [ResNet1d(8, 4, seed=s) for s in (0, 1)]
     losses = [dl.train(m, X, y, **recipe).loss for m in singles]
@@ -114,7 +126,7 @@ def test_train_resnet_is_two_calls_of_dl_train_with_the_rate_divided_by_ten():
 
 def test_train_resnet_trains_a_stack_on_its_own_labels():
     X, y = signals(64), torch.arange(64) % 10
-    stack = ResNet1d(8, 4, seed=[0, 1])
+    stack = ResNetStack(8, 4, seeds=[0, 1])
     history = train_resnet(stack, X, y, steps=4, batch_size=16, device="cpu")
     assert history.loss.shape == (4,) and np.isfinite(history.loss).all()
 
@@ -192,7 +204,12 @@ def test_plain_blocks_have_no_shortcut():
 
 @pytest.mark.parametrize("members", [1, 3])
 def test_option_a_subsamples_with_the_stride_and_pads_zero_channels(members):
-    block = BasicBlock(4, 8, stride=2, order="preact", shortcut="A", members=members)
+    # the first block of stage 2 (4 -> 8 channels, stride 2), alone or in a stack of seeds
+    settings = dict(depth=8, width=4, order="preact", shortcut="A")
+    model = (ResNet1d(**settings, seed=0) if members == 1
+             else ResNetStack(**settings, seeds=list(range(members))))
+    block = model.blocks[1]
+    assert (block.in_width, block.out_width, block.stride) == (4, 8, 2)
     nn.init.zeros_(block.conv2.weight)  # branch = 0: the block is its shortcut
     x = stream(channels=4 * members, length=9)
     out = block(x)
@@ -271,7 +288,7 @@ def test_survival_decays_linearly_to_the_last_block():
 
 def test_members_of_a_stack_drop_blocks_independently_and_as_they_would_alone():
     x = signals()
-    stack = ResNet1d(8, 4, survival=0.3, seed=[0, 1]).train()
+    stack = ResNetStack(8, 4, survival=0.3, seeds=[0, 1]).train()
     singles = [ResNet1d(8, 4, survival=0.3, seed=s).train() for s in (0, 1)]
     for _ in range(4):
         out = stack(x)
@@ -295,14 +312,27 @@ def test_members_of_a_stack_drop_blocks_independently_and_as_they_would_alone():
     (dict(residual=False, survival=0.5), "apply to residual networks only"),
     (dict(residual=1), "residual must be True or False, got 1"),
     (dict(width=0), "width must be an integer >= 1, got 0"),
-    (dict(seed=[1, 1]), "the seeds of a stack of networks must differ"),
-    (dict(seed="0"), "seed must be an integer >= 0, None, or a non-empty list"),
-    (dict(seed=[]), "seed must be an integer >= 0, None, or a non-empty list"),
+    (dict(seed=[1, 2]), r"seed must be an integer >= 0 or None, got \[1, 2\]; several seeds' "
+                        r"networks side by side are dl.ResNetStack\(\.\.\., seeds=\[1, 2\]\)"),
+    (dict(seed="0"), "seed must be an integer >= 0"),
     (dict(seed=-1), "seed must be an integer >= 0"),
 ])
 def test_bad_network_arguments_are_rejected(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ResNet1d(**{**dict(depth=8, width=4), **kwargs})
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(seeds=[1, 1]), "the seeds of a stack of networks must differ, got \\[1, 1\\]"),
+    (dict(seeds=[]), "seeds must be a non-empty list of distinct integers >= 0"),
+    (dict(seeds=3), r"seeds must be a non-empty list .*\(one network is dl.ResNet1d"),
+    (dict(seeds=[0, -1]), "seed must be an integer >= 0"),
+    (dict(seeds=[0, 1], seed=0), "a ResNetStack takes seeds=\\[...\\], one network per seed"),
+    (dict(seeds=[0, 1], depth=21), r"depth must be 6n \+ 2"),
+])
+def test_bad_stack_arguments_are_rejected(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ResNetStack(**{**dict(depth=8, width=4), **kwargs})
 
 
 @pytest.mark.parametrize("args, kwargs, message", [
@@ -340,7 +370,7 @@ def test_bad_inputs_are_rejected():
     with pytest.raises(ValueError, match=r"input must have shape \(batch, length\) or "
                                          r"\(batch, 1, length\), got \(6, 2, 40\)"):
         model(torch.randn(6, 2, 40))
-    with pytest.raises(ValueError, match="model must be a ResNet1d, got DeepMLP"):
+    with pytest.raises(ValueError, match="model must be a ResNet1d or a ResNetStack, got DeepMLP"):
         member_scores(dl.DeepMLP(2, 4), torch.randn(3, 2), torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match="X and y must have the same length, got 6 and 5"):
         member_scores(model, signals(), torch.zeros(5, dtype=torch.long))

@@ -914,7 +914,7 @@ _register(Exercise(
 
 
 # ================================================================================ Lab 5
-# MNIST-1D, ResNet1d of width 8 with seed=SEEDS (three members), the lab's recipe.
+# MNIST-1D, ResNetStack of width 8 with seeds=SEEDS (three networks), the lab's recipe.
 
 LAB5_RATES = [0.005, 0.01, 0.02, 0.05, 0.1]
 

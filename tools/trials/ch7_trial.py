@@ -55,7 +55,7 @@ def train(arms):
         for steps in BUDGETS:
             for lr in RATES:
                 start = time.perf_counter()
-                model = dl.ResNet1d(20, 8, seed=SEEDS, **ARMS[arm])
+                model = dl.ResNetStack(20, 8, seeds=SEEDS, **ARMS[arm])
                 dl.train_resnet(model, X, y, steps=steps, lr=lr, warmup=50, batch_size=64,
                                 weight_decay=1e-4, seed=SEEDS[0], device="cpu")
                 loss, acc = dl.member_scores(model, X, y)

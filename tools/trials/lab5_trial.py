@@ -62,7 +62,7 @@ def train(arms):
                 if (arm, steps, lr) in done:
                     continue
                 start = time.perf_counter()
-                model = dl.ResNet1d(depth, WIDTH, residual=residual, seed=SEEDS)
+                model = dl.ResNetStack(depth, WIDTH, residual=residual, seeds=SEEDS)
                 dl.train_resnet(model, X, y, steps=steps, lr=lr, warmup=50, batch_size=64,
                                 weight_decay=1e-4, seed=SEEDS[0], device="cpu")
                 loss = np.nan_to_num(dl.member_scores(model, X, y)[0], nan=np.inf)
