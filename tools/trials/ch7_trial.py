@@ -1,10 +1,11 @@
 """The trial behind the control that the Chapter 7 solutions name and do not run, kept so that
 its account can be checked.
 
-    python tools/trials/ch7_trial.py ARM [ARM ...]   train the arms named (p1.0, p0.8, p0.5, B)
-                                                     at every rate and budget, printing one line
-                                                     per run (about five minutes an arm on one
-                                                     thread)
+    python tools/trials/ch7_trial.py ARM [ARM ...]   train the arms named (p1.0, p0.9, p0.8,
+                                                     p0.5, B) at every rate and budget that the
+                                                     record does not hold yet, printing one line
+                                                     per run (about six minutes an arm per three
+                                                     rates on one thread)
     python tools/trials/ch7_trial.py summary         the claims below, judged from the runs
                                                      recorded in ch7_trial.txt
 
@@ -31,6 +32,13 @@ rate:
   of median test accuracy.
 
 Option A without stochastic depth is the arm p1.0; option B (no stochastic depth) is the arm B.
+
+Extended on 2026-11-28 (the next session), written before the new runs: the issue's rule asks for
+five rates, and the trial did not try a last-block survival near 1. The grid gains 0.05 and 0.2
+(five rates: 0.03, 0.05, 0.1, 0.2, 0.3) for every arm and both budgets, and a new arm p0.9
+(p_L = 0.9) runs at all five. The claims are unchanged except that survival_test now covers
+p_L = 0.9 as well: after 400 and after 1,200 steps, none of p_L = 0.9, 0.8 and 0.5 raises the
+median test accuracy by a point or more over p_L = 1.0, each arm at its best rate among the five.
 """
 
 import re
@@ -42,18 +50,21 @@ from _trial import judge, main  # tools/trials/_trial.py, beside this script
 
 import depthlab as dl
 
-ARMS = {"p1.0": {}, "p0.8": {"survival": 0.8}, "p0.5": {"survival": 0.5},
-        "B": {"shortcut": "B"}}
-RATES, BUDGETS, SEEDS = [0.03, 0.1, 0.3], [400, 1200], [0, 1, 2]
+ARMS = {"p1.0": {}, "p0.9": {"survival": 0.9}, "p0.8": {"survival": 0.8},
+        "p0.5": {"survival": 0.5}, "B": {"shortcut": "B"}}
+RATES, BUDGETS, SEEDS = [0.03, 0.05, 0.1, 0.2, 0.3], [400, 1200], [0, 1, 2]
 RECORD = Path(__file__).with_name("ch7_trial.txt")
 
 
 def train(arms):
     dl.setup(threads=1)
     X, y, X_test, y_test = dl.load_mnist1d()
+    done = set(recorded())
     for arm in arms:
         for steps in BUDGETS:
             for lr in RATES:
+                if (arm, steps, lr) in done:
+                    continue
                 start = time.perf_counter()
                 model = dl.ResNetStack(20, 8, seeds=SEEDS, **ARMS[arm])
                 dl.train_resnet(model, X, y, steps=steps, lr=lr, warmup=50, batch_size=64,
@@ -66,13 +77,19 @@ def train(arms):
                       + f" ({time.perf_counter() - start:.0f} s)", flush=True)
 
 
-def summary(path=RECORD):
-    runs = {}  # (arm, steps, lr) -> (losses, test accuracies)
+def recorded(path=RECORD):
+    """(arm, steps, lr) -> (training losses, test accuracies) recorded in ``path``."""
+    runs = {}
     for line in path.read_text().splitlines():
         m = re.match(r"arm (\S+) steps (\d+) lr (\S+) loss (.+) test (.+) \(", line)
         if m:
             runs[m[1], int(m[2]), float(m[3])] = (np.array(m[4].split(), float),
                                                   np.array(m[5].split(), float))
+    return runs
+
+
+def summary(path=RECORD):
+    runs = recorded(path)  # (arm, steps, lr) -> (losses, test accuracies)
 
     def best(arm, steps, by):  # the arm's best rate by the claim's metric, and its median
         there = dl.best_rates({(arm, lr, k): value for (a, b, lr), scores in runs.items()
@@ -91,7 +108,8 @@ def summary(path=RECORD):
         test = {arm: best(arm, steps, 1)[1] for arm in ARMS}
         claims = {
             "survival_loss": (loss["p0.5"] - loss["p1.0"], ">", 0),
-            "survival_test": (max(test["p0.8"], test["p0.5"]) - test["p1.0"], "<", 0.01),
+            "survival_test": (max(test["p0.9"], test["p0.8"], test["p0.5"]) - test["p1.0"], "<",
+                              0.01),
             "options_test": (abs(test["B"] - test["p1.0"]), "<", 0.015),
         }
         held &= judge(claims, 14)
