@@ -33,7 +33,7 @@ rate:
 
 Option A without stochastic depth is the arm p1.0; option B (no stochastic depth) is the arm B.
 
-Extended on 2026-11-28 (the next session), written before the new runs: the issue's rule asks for
+Extended on 2026-11-27 (in a later session), written before the new runs: the issue's rule asks for
 five rates, and the trial did not try a last-block survival near 1. The grid gains 0.05 and 0.2
 (five rates: 0.03, 0.05, 0.1, 0.2, 0.3) for every arm and both budgets, and a new arm p0.9
 (p_L = 0.9) runs at all five. The claims are unchanged except that survival_test now covers
