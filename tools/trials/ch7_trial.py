@@ -4,7 +4,7 @@ its account can be checked.
     python tools/trials/ch7_trial.py ARM [ARM ...]   train the arms named (p1.0, p0.9, p0.8,
                                                      p0.5, B) at every rate and budget that the
                                                      record does not hold yet, printing one line
-                                                     per run (about six minutes an arm per three
+                                                     per run (about ten minutes an arm at the five
                                                      rates on one thread)
     python tools/trials/ch7_trial.py summary         the claims below, judged from the runs
                                                      recorded in ch7_trial.txt
