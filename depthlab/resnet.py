@@ -134,7 +134,8 @@ class _Block(nn.Module):
         return self._zero_pad(x[:, :, ::self.stride])
 
     def _zero_pad(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` with ``out_width - in_width`` zero channels appended."""
+        """``x`` with ``out_width - in_width`` zero channels appended (a block of a
+        :class:`~depthlab.fast.ResNetStack` appends them to each network's channels)."""
         return nn.functional.pad(x, (0, 0, 0, self.out_width - self.in_width))
 
     def keep(self, x: torch.Tensor) -> torch.Tensor | float:
@@ -312,6 +313,7 @@ class ResNet1d(nn.Module):
     Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
 
+    # the classes of the blocks (depthlab.fast.ResNetStack builds its own)
     block_types = {"basic": BasicBlock, "bottleneck": BottleneckBlock}
 
     def __init__(self, depth: int = 20, width: int = 16, classes: int = 10, *,
@@ -416,8 +418,9 @@ class ResNet1d(nn.Module):
         return self.head(x.mean(-1, keepdim=True))[..., 0]
 
     def targets(self, y: torch.Tensor) -> torch.Tensor:
-        """The labels to train on: ``y`` itself (a :class:`~depthlab.fast.ResNetStack` repeats
-        them once per network)."""
+        """The labels to train on: ``y`` itself. (:func:`train_resnet` trains on these, so that
+        a :class:`~depthlab.fast.ResNetStack`, which repeats them once per network, trains the
+        same way.)"""
         return y
 
     def block_weights(self) -> list[torch.Tensor]:
@@ -444,7 +447,8 @@ def train_resnet(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *, steps: in
     and draws its minibatches from ``seed + 1000``. ``y`` holds one label per example (a
     :class:`~depthlab.fast.ResNetStack` repeats them per network, :meth:`ResNet1d.targets`).
     Returns one :class:`~depthlab.training.History` of all ``steps`` (losses and accuracies on
-    the minibatches; for a stack, averaged over its networks).
+    the minibatches; for a stack, averaged over its networks, and its gradient norms and update
+    ratios are those of all its networks together).
 
     Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """

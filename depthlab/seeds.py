@@ -84,7 +84,9 @@ def seeded(seed):
         return
     seed = check_seed("seed", seed)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        # the CPU generator only: fork_rng(devices=[]) restores no GPU's state, and the layers
+        # are built on the CPU anyway
+        torch.default_generator.manual_seed(seed)
         yield
 
 

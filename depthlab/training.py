@@ -337,8 +337,12 @@ def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
     """
     device = next(model.parameters()).device
     with _evaluating(model):
-        pred = model(X.to(device)).argmax(1).cpu()
-    return float((pred == y.cpu()).float().mean())
+        logits = model(X.to(device))
+    if logits.dim() != 2:
+        raise ValueError(f"accuracy needs logits of shape (n, classes), got {tuple(logits.shape)}"
+                         f" (a sequence model: dl.sequence_accuracy; a dl.ResNetStack: "
+                         f"dl.member_scores)")
+    return float((logits.argmax(1).cpu() == y.cpu()).float().mean())
 
 
 @torch.no_grad()
@@ -353,5 +357,9 @@ def evaluate_loss(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
     with _evaluating(model):
         logits = model(X.to(device))
     if logits.dim() == 3:  # (n, length, vocab): one prediction per position
+        if y.shape != logits.shape[:2]:
+            raise ValueError(f"logits of shape {tuple(logits.shape)} need targets of shape "
+                             f"{tuple(logits.shape[:2])}, got {tuple(y.shape)} (a "
+                             f"dl.ResNetStack's networks: dl.member_scores)")
         logits = logits.flatten(0, 1)
     return nn.functional.cross_entropy(logits, y.to(device).flatten()).item()

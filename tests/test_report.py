@@ -79,6 +79,17 @@ def test_a_seeded_model_is_the_same_network_and_leaves_the_global_state_alone():
     assert all(torch.equal(p, q) for p, q in zip(other.parameters(), again.parameters()))
 
 
+def test_a_seeded_model_leaves_every_gpu_generator_alone(monkeypatch):
+    # torch.manual_seed would also reseed every GPU, whose state fork_rng(devices=[]) does not
+    # restore: a seeded model must seed the CPU generator only
+    def reseeds_a_gpu(seed):
+        raise AssertionError("a seeded model reseeded the GPU generators")
+
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", reseeds_a_gpu)
+    dl.DeepMLP(2, 4, seed=7)
+    dl.ResNet1d(8, 4, seed=7)
+
+
 @pytest.mark.parametrize("seed", [1.7, "a", -1, True])
 def test_models_reject_a_seed_that_is_not_a_non_negative_integer(seed):
     with pytest.raises(ValueError, match="seed must be an integer >= 0"):

@@ -1,5 +1,6 @@
 """Unit tests of depthlab's convolutional ResNets (depthlab.resnet), of several seeds' ResNets
-side by side (depthlab.fast.resnet) and of the MNIST-1D loader (depthlab.data). Each asserts a property that a broken implementation would violate."""
+side by side (depthlab.fast.resnet) and of the MNIST-1D loader (depthlab.data). Each asserts a
+property that a broken implementation would violate."""
 
 import hashlib
 import random
@@ -75,6 +76,7 @@ def test_seeded_models_are_reproducible_and_leave_the_global_random_state_alone(
     before = torch.rand(3)
     torch.manual_seed(123)
     a = ResNet1d(8, 4, survival=0.5, seed=7)
+    ResNetStack(8, 4, survival=0.5, seeds=[7, 8])
     after = torch.rand(3)
     assert torch.equal(before, after)
     b = ResNet1d(8, 4, survival=0.5, seed=7)
@@ -88,13 +90,17 @@ def test_he_init_gives_each_convolution_variance_two_over_fan_in():
         assert conv.weight.var().item() == pytest.approx(2 / fan_in, rel=0.1)
 
 
-def test_a_stack_trained_with_dl_train_matches_its_members_trained_alone():
+@pytest.mark.parametrize("options", [{}, dict(order="preact", shortcut="B"),
+                                     dict(block="bottleneck", depth=11),
+                                     dict(batchnorm=False, survival=0.5)])
+def test_a_stack_trained_with_dl_train_matches_its_members_trained_alone(options):
     X, y = signals(64), torch.arange(64) % 10
     recipe = dict(steps=5, lr=0.1, optimizer="sgd", batch_size=16, weight_decay=1e-4,
                   record=False, device="cpu")
-    stack = ResNetStack(8, 4, seeds=[0, 1])
+    settings = {**dict(depth=8, width=4), **options}
+    stack = ResNetStack(**settings, seeds=[0, 1])
     history = dl.train(stack, X, stack.targets(y), **recipe)
-    singles = [ResNet1d(8, 4, seed=s) for s in (0, 1)]
+    singles = [ResNet1d(**settings, seed=s) for s in (0, 1)]
     losses = [dl.train(m, X, y, **recipe).loss for m in singles]
     # the stack records the mean of its members' minibatch losses ...
     np.testing.assert_allclose(history.loss, np.mean(losses, 0), rtol=1e-5)
@@ -122,6 +128,16 @@ def test_train_resnet_is_two_calls_of_dl_train_with_the_rate_divided_by_ten():
     np.testing.assert_allclose(history.loss, np.concatenate([first.loss, second.loss]),
                                rtol=1e-6)
     assert history.meta["drop_at"] == 6 and history.steps == 8
+
+
+def test_a_one_seed_stack_trains_exactly_as_its_network_alone():
+    X, y = signals(64), torch.arange(64) % 10
+    stack, single = ResNetStack(8, 4, survival=0.5, seeds=[3]), ResNet1d(8, 4, survival=0.5, seed=3)
+    a = train_resnet(stack, X, y, steps=6, batch_size=16, device="cpu")
+    b = train_resnet(single, X, y, steps=6, batch_size=16, device="cpu")
+    assert np.array_equal(a.loss, b.loss)
+    assert all(torch.equal(p, q) for p, q in zip(stack.state_dict().values(),
+                                                 single.state_dict().values()))
 
 
 def test_train_resnet_trains_a_stack_on_its_own_labels():
@@ -326,7 +342,8 @@ def test_bad_network_arguments_are_rejected(kwargs, message):
     (dict(seeds=[1, 1]), "the seeds of a stack of networks must differ, got \\[1, 1\\]"),
     (dict(seeds=[]), "seeds must be a non-empty list of distinct integers >= 0"),
     (dict(seeds=3), r"seeds must be a non-empty list .*\(one network is dl.ResNet1d"),
-    (dict(seeds=[0, -1]), "seed must be an integer >= 0"),
+    (dict(seeds=[0, -1]), r"seeds\[1\] must be an integer >= 0"),
+    (dict(), "seeds must be a non-empty list of distinct integers >= 0"),
     (dict(seeds=[0, 1], seed=0), "a ResNetStack takes seeds=\\[...\\], one network per seed"),
     (dict(seeds=[0, 1], depth=21), r"depth must be 6n \+ 2"),
 ])
@@ -358,6 +375,16 @@ def test_bad_train_resnet_arguments_are_rejected(kwargs, message):
                      **{**dict(steps=8), **kwargs})
     with pytest.raises(ValueError, match="model must be a ResNet1d, got DeepMLP"):
         train_resnet(dl.DeepMLP(2, 4), torch.randn(8, 2), torch.zeros(8, dtype=torch.long))
+
+
+def test_scores_of_one_network_refuse_a_stack_and_point_to_member_scores():
+    stack, y = ResNetStack(8, 4, seeds=[0, 1]), torch.arange(10) % 10
+    with pytest.raises(ValueError, match=r"accuracy needs logits of shape \(n, classes\), "
+                                         r"got \(10, 2, 10\).*dl.member_scores"):
+        dl.accuracy(stack, signals(10), y)
+    with pytest.raises(ValueError, match=r"need targets of shape \(10, 2\), got \(10,\).*"
+                                         r"dl.member_scores"):
+        dl.evaluate_loss(stack, signals(10), y)
 
 
 def test_bottleneck_width_must_be_a_multiple_of_four():

@@ -1,13 +1,23 @@
 """Several seeds' ResNets side by side, computed as one model: :class:`ResNetStack`.
 
-``ResNetStack(20, 8, seeds=[0, 1, 2])`` holds the three networks ``ResNet1d(20, 8, seed=s)``,
-built by :class:`depthlab.ResNet1d` itself, with each layer of the three laid side by side in
-one layer: a convolution becomes one grouped convolution (``groups=3``: the networks' channels
-never mix), a BatchNorm one BatchNorm over all their channels (its statistics are per channel).
-The stack returns logits of shape ``(batch, 3, classes)``; :func:`depthlab.train` trains it on
-``model.targets(y)`` exactly as each network would be trained alone on the same minibatches,
-and :func:`member_scores` measures each network. ``tests/test_resnet.py`` checks both against
-networks trained alone.
+A *stack* here is a stack of networks, one per seed (its *members*), not the stack of layers
+inside one network. ``ResNetStack(20, 8, seeds=[0, 1, 2])`` holds the three networks
+``ResNet1d(20, 8, seed=s)``, built by :class:`depthlab.ResNet1d` itself, with each layer of the
+three laid side by side in one layer: a convolution becomes one grouped convolution
+(``groups=3``: the networks' channels never mix), a BatchNorm one BatchNorm over all their
+channels (its statistics are per channel). The stack returns logits of shape
+``(batch, 3, classes)``; :func:`depthlab.train` trains it on ``model.targets(y)`` as each
+network would be trained alone on the same minibatches (on the CPU to float rounding; on a GPU,
+cuDNN's default TF32 convolutions round more coarsely), and :func:`member_scores` measures each
+network. ``tests/test_resnet.py`` checks both against networks trained alone.
+
+Two differences from training the networks one by one:
+
+* the training loop stops the whole stack when its loss stops being finite, so one network
+  that diverges ends the others' training at that step too (``History.diverged_at``);
+* the gradient of the logits is scaled by ``K`` (see :meth:`ResNetStack.read_out`), right for
+  the training loss, the mean over the networks, and ``K`` times too large for anything else
+  differentiated through a stack's logits.
 
 Why grouped convolutions and not ``torch.vmap``, which :mod:`depthlab.fast.sweep` uses for
 MLPs and transformers: BatchNorm updates its running statistics in place, and ``vmap``'s ways
@@ -33,8 +43,6 @@ from ..training import _evaluating
 def _side_by_side(layers: list[nn.Module]) -> nn.Module:
     """One layer computing ``layers`` (the same layer of K networks) on K groups of channels."""
     first, k = layers[0], len(layers)
-    if isinstance(first, nn.Identity):
-        return nn.Identity()
     if isinstance(first, nn.Conv1d):
         wide = nn.Conv1d(k * first.in_channels, k * first.out_channels, first.kernel_size,
                          stride=first.stride, padding=first.padding, groups=k,
@@ -66,7 +74,7 @@ class _ScaleGrad(torch.autograd.Function):
 
 def _check_seeds(seeds) -> list[int]:
     if (isinstance(seeds, Sequence) and not isinstance(seeds, str) and len(seeds) > 0):
-        checked = [check_seed("seed", s) for s in seeds]
+        checked = [check_seed(f"seeds[{i}]", s) for i, s in enumerate(seeds)]
         if len(set(checked)) != len(checked):
             raise ValueError(f"the seeds of a stack of networks must differ, got {list(seeds)}")
         return checked
@@ -76,10 +84,12 @@ def _check_seeds(seeds) -> list[int]:
 
 class _Stacked:
     """What a block of a stack does differently: it holds ``members`` networks' channels side
-    by side, and each network draws its own dropped blocks."""
+    by side, and each network draws its own dropped blocks. (``ResNetStack`` sets ``members``
+    and ``_generators`` after building the block; ``in_width`` and ``out_width`` stay one
+    network's widths.)"""
 
     members: int
-    _generators: list[torch.Generator]
+    _generators: list[torch.Generator] | None
 
     def keep(self, x: torch.Tensor) -> torch.Tensor | float:
         """One draw per network, each from its own generator, over that network's channels."""
@@ -111,21 +121,26 @@ class ResNetStack(ResNet1d):
     Input: signals ``(batch, length)`` or ``(batch, 1, length)``, which every network reads.
     Output: logits ``(batch, K, classes)`` for ``K`` seeds. ``model.stream(u)`` returns streams
     of shape ``(batch, K * channels, length)``, network ``k``'s channels in the ``k``-th block
-    of ``channels``; ``model.members`` is ``K``.
+    of ``channels``; each layer's weights (``model.block_weights()`` too) likewise hold network
+    ``k``'s in their ``k``-th block along the first axis. ``model.members`` is ``K``,
+    ``model.seeds`` the seeds; ``width``, ``out_width`` and ``classes`` are one network's.
 
     Introduced in Chapter 7 (chapters/07_resnets_as_built); Lab 5 trains its networks so.
     """
 
     block_types = {"basic": _StackedBasicBlock, "bottleneck": _StackedBottleneckBlock}
 
-    def __init__(self, depth: int = 20, width: int = 16, classes: int = 10, *, seeds,
+    def __init__(self, depth: int = 20, width: int = 16, classes: int = 10, *, seeds=None,
                  **options):
         if "seed" in options:
             raise ValueError("a ResNetStack takes seeds=[...], one network per seed, not seed")
         seeds = _check_seeds(seeds)
         # the networks, each exactly as ResNet1d builds and initializes it alone
         networks = [ResNet1d(depth, width, classes, seed=s, **options) for s in seeds]
+        # a skeleton of the same architecture, with the stack's block classes; every layer of
+        # it is replaced below by the networks' layers side by side
         super().__init__(depth, width, classes, seed=seeds[0], **options)
+        del self.seed
         self.seeds, self.members = seeds, len(seeds)
         with seeded(seeds[0]):  # building layers draws nothing from the global generator
             self._lay_side_by_side(networks)
@@ -140,12 +155,15 @@ class ResNetStack(ResNet1d):
         for l, block in enumerate(self.blocks):
             # each network's block draws its drops from that network's own generator
             block.members = self.members
-            block._generators = [net.blocks[l]._generator for net in networks]
+            block._generator = None  # the skeleton's; the networks' own are these:
+            block._generators = ([net.blocks[l]._generator for net in networks]
+                                 if block.survival < 1.0 else None)
 
     def _input(self, u: torch.Tensor) -> torch.Tensor:
         return super()._input(u).expand(-1, self.members, -1)  # every network reads u
 
     def read_out(self, x: torch.Tensor) -> torch.Tensor:
+        """The logits ``(batch, K, classes)``; their gradient is scaled by ``K`` (below)."""
         logits = super().read_out(x)                            # (batch, K * classes)
         logits = logits.view(len(logits), self.members, self.classes)
         # The training loss is the mean over the K networks, which would give each 1/K of its
