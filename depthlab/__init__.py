@@ -62,6 +62,11 @@ from .models import ACTIVATIONS, ALPHA_WORDS, INITS, NORMS, Block, DeepMLP, init
 from .plots import COLORS, color, layer_heatmap, use_style
 from .probes import (
     Probe,
+    accuracy_without,
+    block_contributions,
+    distance_from_rank_one,
+    forward_through,
+    input_share,
     jacobian,
     jacobian_singular_values,
     position_similarity,
@@ -80,18 +85,17 @@ from .transformer import (
 )
 
 __all__ = [
-    "accuracy", "ACTIVATIONS", "ALPHA_WORDS", "BasicBlock", "best_rates", "Block",
-    "BottleneckBlock", "check", "color",
-    "COLORS", "ConclusionFailed",
-    "conclusions", "DeepMLP", "default_device", "evaluate_loss", "geometric_mean",
-    "glue", "History", "init_linear", "INITS", "jacobian", "jacobian_singular_values", "lab_seed",
-    "layer_heatmap", "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "Probe",
-    "position_similarity", "rate_table", "ResNet1d", "ResNetStack", "scrubber", "SeqHistory",
-    "setup",
-    "sequence_accuracy", "sequence_task", "set_seed", "show_source", "significant", "spirals",
-    "split", "steps_to",
-    "TinyTransformer", "train", "train_many", "train_resnet", "train_sequence", "train_together",
-    "TransformerBlock", "two_spirals", "use_style", "weight_grad_norms",
+    "accuracy", "accuracy_without", "ACTIVATIONS", "ALPHA_WORDS", "BasicBlock", "best_rates",
+    "Block", "block_contributions", "BottleneckBlock", "check", "color", "COLORS",
+    "ConclusionFailed", "conclusions", "DeepMLP", "default_device", "distance_from_rank_one",
+    "evaluate_loss", "forward_through", "geometric_mean", "glue", "History", "init_linear",
+    "INITS", "input_share", "jacobian", "jacobian_singular_values", "lab_seed", "layer_heatmap",
+    "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "position_similarity",
+    "Probe", "rate_table", "ResNet1d", "ResNetStack", "scrubber", "SeqHistory",
+    "sequence_accuracy", "sequence_task", "set_seed", "setup", "show_source", "significant",
+    "spirals", "split", "steps_to", "TinyTransformer", "train", "train_many", "train_resnet",
+    "train_sequence", "train_together", "TransformerBlock", "two_spirals", "use_style",
+    "weight_grad_norms",
 ]
 
 __version__ = "0.1.0"

@@ -602,3 +602,51 @@ def test_a_large_loss_scale_lets_float32_adam_move_weights_whose_gradient_square
     (r1, g1), (r2, g2) = layer1_ratio(1.0), layer1_ratio(2.0**40)
     assert g1 < 1e-12 and np.isclose(g1, g2, rtol=1e-4)
     assert r1 < 1e-6 < r2
+
+
+def test_block_contributions_and_deletions_measure_what_the_blocks_add():
+    X, y = dl.two_spirals(64, seed=0)
+    model = dl.DeepMLP(4, 8, alpha=0.5, init="he", seed=0)
+    r = dl.block_contributions(model, X)
+    with torch.no_grad():  # r_l written out: ||alpha F_l(x_{l-1})|| / ||x_{l-1}||
+        x = model.embed(X)
+        for l, block in enumerate(model.blocks):
+            update = block(x) - x
+            assert r[l] == pytest.approx(float(update.norm() / x.norm()), rel=1e-5)
+            x = x + update
+    # deleting nothing is the network itself; deleting every block leaves the embedding
+    assert dl.accuracy_without(model, set(), X, y) == dl.accuracy(model, X, y)
+    with torch.no_grad():
+        bare = (model.head(model.embed(X)).argmax(1) == y).float().mean().item()
+    assert dl.accuracy_without(model, set(range(4)), X, y) == bare
+    for plain in [dl.DeepMLP(4, 8, residual=False, seed=0), dl.DeepMLP(4, 8, norm="post", seed=0)]:
+        with pytest.raises(ValueError, match="must be a residual dl.DeepMLP whose blocks add"):
+            dl.block_contributions(plain, X)
+
+
+def test_forward_through_runs_any_list_of_blocks_in_any_order():
+    X, _ = dl.two_spirals(32, seed=0)
+    model = dl.DeepMLP(3, 8, norm="pre", seed=0)
+    with torch.no_grad():
+        assert torch.equal(dl.forward_through(model, X, range(3)), model(X))
+        b = model.blocks
+        by_hand = model.head(model.final_norm(b[0](b[2](model.embed(X)))))
+        assert torch.equal(dl.forward_through(model, X, [2, 0]), by_hand)
+    with pytest.raises(ValueError, match=r"order must list block indices 0..2, got \[3\]"):
+        dl.forward_through(model, X, [3])
+    with pytest.raises(ValueError, match="model must be a dl.DeepMLP, got Linear"):
+        dl.forward_through(nn.Linear(2, 2), X, [0])
+
+
+def test_input_share_is_the_part_of_each_stream_that_depends_on_the_input():
+    X, _ = dl.two_spirals(64, seed=0)
+    model = dl.DeepMLP(6, 8, residual=False, init="default", seed=0)
+    s = dl.input_share(model, X)
+    assert s.shape == (7,)  # x_0 .. x_6
+    with torch.no_grad():  # s_l written out, in float64, for the top of the stream
+        x = model.double().stream(X.double())[-1]
+    assert s[-1] == pytest.approx(float((x - x.mean(0)).norm() / x.norm()), rel=1e-9)
+    same = X[:1].expand(64, -1)  # one input 64 times: nothing depends on the input
+    assert np.all(dl.input_share(model, same) < 1e-12)
+    with pytest.raises(ValueError, match="model must have a stream"):
+        dl.input_share(nn.Linear(2, 2), X)

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import re
@@ -161,6 +162,33 @@ def test_a_notebook_teaches_from_the_package_code_not_a_copy_of_it(path):
                       if "text/plain" in o.get("data", {})]
             assert stored == [repr(dl.show_source(*objects))], (
                 f"code cell {k} shows an older version of the code (make execute)")
+
+
+# Helpers still written out both in a notebook and in its solutions, which must run alone (in
+# Colab only the package is installed). This list only shrinks: a helper two notebooks need goes
+# in depthlab, and the notebook that teaches it shows it with dl.show_source.
+KNOWN_COPIES = {"HighwayBlock", "PlainBlock", "ResidualBlock", "block", "branch", "count", "make",
+                "per_layer_factor", "reach", "rms", "shown", "stem", "within_10x", "without"}
+
+
+def test_no_helper_is_copied_between_notebooks():
+    """A function or class defined with the same code (comments and layout aside) in two
+    notebooks is one helper written twice."""
+    where = {}
+    for path in NOTEBOOKS:
+        for cell in code_cells(load(path)):
+            try:
+                tree = ast.parse(source(cell))
+            except SyntaxError:  # a cell with IPython syntax defines no helper
+                continue
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    where.setdefault((node.name, ast.dump(node)), set()).add(path.stem)
+    copied = {name for (name, _), paths in where.items() if len(paths) > 1}
+    assert not copied - KNOWN_COPIES, (
+        f"copied between notebooks: {sorted(copied - KNOWN_COPIES)}; put them in depthlab")
+    assert not KNOWN_COPIES - copied, (
+        f"no longer copied, remove from KNOWN_COPIES: {sorted(KNOWN_COPIES - copied)}")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

@@ -437,3 +437,17 @@ def test_position_similarity_is_one_for_identical_positions_and_near_zero_for_ra
     with pytest.raises(ValueError, match=r"z must be a \(batch, length, width\) tensor with "
                                          r"length >= 2, got shape \(8, 32\)"):
         dl.position_similarity(z[0])
+
+
+def test_distance_from_rank_one_is_zero_for_equal_positions_and_one_for_a_zero_mean():
+    same = torch.randn(4, 1, 6).expand(4, 5, 6)
+    assert dl.distance_from_rank_one(same) == pytest.approx(0.0, abs=1e-6)
+    x = torch.randn(4, 5, 6)
+    zero_mean = x - x.mean(dim=1, keepdim=True)
+    assert dl.distance_from_rank_one(zero_mean) == pytest.approx(1.0)
+    # one sequence: ||X - 1 mean^T||_F / ||X||_F, written out
+    one = torch.randn(1, 5, 6)
+    expected = (one[0] - one[0].mean(0)).norm() / one[0].norm()
+    assert dl.distance_from_rank_one(one) == pytest.approx(float(expected))
+    with pytest.raises(ValueError, match=r"x must be a \(batch, length, width\) tensor"):
+        dl.distance_from_rank_one(torch.randn(5, 6))

@@ -251,7 +251,7 @@ def _problems_11(r: dict) -> list[str]:
     if not np.median(ln0) * 3 < np.median(he0):
         out.append("At step 0 the LayerNorm stack's input share should be several times "
                    "smaller than the He stack's (medians over seeds); yours is not. Measure "
-                   "input_share(model)[-1] on freshly built networks.")
+                   "dl.input_share(model, X)[-1] on freshly built networks.")
     if not np.all(_get_11(r, "he", 1e-3, 20) > 0.2):
         out.append("After 20 steps at 1e-3 the plain He stack keeps most of its input share "
                    "(above 0.2) on every seed; yours is lower on some seed.")
@@ -275,11 +275,11 @@ def _last_step_11(r: dict) -> int:
 
 _register(Exercise(
     "lab1.1", "why does LayerNorm stop the plain He stack?",
-    form=("result = {(variant, lr, steps): [input_share(model)[-1], one per seed]} for "
+    form=("result = {(variant, lr, steps): [dl.input_share(model, X)[-1], one per seed]} for "
           "variant in (HE, HE_LN), lr in (1e-3, 1e-4) and steps in (0, 5, 20, 100)"),
     parse=_parse_11, problems=_problems_11,
     # Ranges: the solution's 1.1 run and claims (s11_*: share at the head after the final
-    # LayerNorm, seeds 0-2) and a probe of input_share(model)[-1] and the head's share at
+    # LayerNorm, seeds 0-2) and a probe of dl.input_share(model, X)[-1] and the head's share at
     # seeds 0-4, one thread (the two differ by under 10%): at step 0 the LayerNorm stack's
     # median share is 18x below He's (solution: 19x); after 20 steps at 1e-3 it is 4e-4 to
     # 0.038, He's 0.51 to 0.87. Widened to: 3x at step 0, below 0.1 against above 0.2. The
