@@ -180,33 +180,36 @@ def position_similarity(z: torch.Tensor) -> float:
 
 @torch.no_grad()
 def input_share(model: nn.Module, X: torch.Tensor) -> np.ndarray:
-    """``s_l = ||x_l - mean(x_l)||_F / ||x_l||_F`` for ``l = 0..L``, the mean taken over the
-    examples of ``X``: the share of the stream ``x_l`` that depends on the input (0 when every
-    input gives the same ``x_l``). Computed on a float64 copy of ``model`` (a model with
-    ``stream``, such as :class:`~depthlab.DeepMLP`), so that it shows the arithmetic and not
+    """``s_l = ||x_l - mean(x_l)||_F / ||x_l||_F`` for ``l = 0..L``, the mean
+    taken over the examples of ``X``: the share of the stream ``x_l`` that
+    depends on the input (0 when every input gives the same ``x_l``).
+
+    Computed on a float64 copy of ``model`` (a model with ``stream``, such as
+    :class:`~depthlab.DeepMLP`), so that it shows the arithmetic and not
     float32's rounding.
 
     Introduced in Lab 1 (labs/lab1_fifty_layers).
     """
     if not callable(getattr(model, "stream", None)):
-        raise ValueError(f"model must have a stream() method, such as dl.DeepMLP; got "
-                         f"{type(model).__name__}")
+        raise ValueError(f"model must have a stream() method, such as "
+                         f"dl.DeepMLP; got {type(model).__name__}")
     model64 = copy.deepcopy(model).double().cpu()
     xs = model64.stream(X.double().cpu())
     return np.array([((x - x.mean(0)).norm() / x.norm()).item() for x in xs])
 
 
 def distance_from_rank_one(x: torch.Tensor) -> float:
-    """``r(X) = ||X - 1 mean(X)^T||_F / ||X||_F`` for each sequence ``X`` of ``x`` (shape
-    ``(batch, length, width)``), the median over the batch: 0 when every position carries the
-    same vector (rank one), 1 when the mean over positions is negligible.
+    """``r(X) = ||X - 1 mean(X)^T||_F / ||X||_F`` for each sequence ``X`` of
+    ``x`` (shape ``(batch, length, width)``), the median over the batch: 0
+    when every position carries the same vector (rank one), 1 when the mean
+    over positions is negligible.
 
     Introduced in Chapter 8 (chapters/08_transformers).
     """
     if x.dim() != 3:
-        raise ValueError(f"x must be a (batch, length, width) tensor, got shape "
-                         f"{tuple(x.shape)}")
-    centred = x - x.mean(dim=1, keepdim=True)  # each position minus its sequence's mean
+        raise ValueError(f"x must be a (batch, length, width) tensor, got "
+                         f"shape {tuple(x.shape)}")
+    centred = x - x.mean(dim=1, keepdim=True)  # minus the sequence's mean
     return float((centred.norm(dim=(1, 2)) / x.norm(dim=(1, 2))).median())
 
 
@@ -219,9 +222,9 @@ def _residual_mlp(model: nn.Module) -> None:
 
 @torch.no_grad()
 def block_contributions(model: nn.Module, X: torch.Tensor) -> np.ndarray:
-    """``r_l = ||alpha_l F_l(x_{l-1})|| / ||x_{l-1}||`` for each block ``l = 1..L`` of a residual
-    :class:`~depthlab.DeepMLP` on the inputs ``X``: how much the block changes the stream it
-    reads (norms over the whole batch).
+    """``r_l = ||alpha_l F_l(x_{l-1})|| / ||x_{l-1}||`` for each block
+    ``l = 1..L`` of a residual :class:`~depthlab.DeepMLP` on the inputs ``X``:
+    how much the block changes the stream it reads (norms over the batch).
 
     Introduced in Chapter 6 (chapters/06_tradeoffs).
     """
@@ -235,17 +238,22 @@ def block_contributions(model: nn.Module, X: torch.Tensor) -> np.ndarray:
 
 
 def forward_through(model: nn.Module, u: torch.Tensor, order) -> torch.Tensor:
-    """The logits of a :class:`~depthlab.DeepMLP` run through only the blocks listed in
-    ``order`` (0-based indices), in that order: ``range(L)`` gives ``model(u)``; leaving ``l``
-    out deletes block ``l`` (the stream skips it); a permutation reorders the blocks.
+    """The logits of a :class:`~depthlab.DeepMLP` run through only the blocks
+    listed in ``order`` (0-based), in that order: ``range(L)`` gives
+    ``model(u)``; leaving ``l`` out deletes block ``l`` (the stream skips
+    it); a permutation reorders the blocks.
 
-    Introduced in Chapter 6 (chapters/06_tradeoffs); Lab 2 deletes and reorders blocks with it.
+    Introduced in Chapter 6 (chapters/06_tradeoffs); Lab 2 deletes and
+    reorders blocks with it.
     """
     if not isinstance(model, DeepMLP):
-        raise ValueError(f"model must be a dl.DeepMLP, got {type(model).__name__}")
+        raise ValueError(f"model must be a dl.DeepMLP, got "
+                         f"{type(model).__name__}")
     order = list(order)
-    if not all(isinstance(l, (int, np.integer)) and 0 <= l < len(model.blocks) for l in order):
-        raise ValueError(f"order must list block indices 0..{len(model.blocks) - 1}, "
+    last = len(model.blocks) - 1
+    if not all(isinstance(l, (int, np.integer)) and 0 <= l <= last
+               for l in order):
+        raise ValueError(f"order must list block indices 0..{last}, "
                          f"got {order}")
     x = model.embed(u)
     for l in order:
@@ -254,9 +262,10 @@ def forward_through(model: nn.Module, u: torch.Tensor, order) -> torch.Tensor:
 
 
 @torch.no_grad()
-def accuracy_without(model: nn.Module, removed, X: torch.Tensor, y: torch.Tensor) -> float:
-    """Accuracy on ``(X, y)`` of a :class:`~depthlab.DeepMLP` with the blocks whose indices
-    (0-based) are in ``removed`` deleted: the stream skips them.
+def accuracy_without(model: nn.Module, removed, X: torch.Tensor,
+                     y: torch.Tensor) -> float:
+    """Accuracy on ``(X, y)`` of a :class:`~depthlab.DeepMLP` with the blocks
+    whose indices (0-based) are in ``removed`` deleted: the stream skips them.
 
     Introduced in Chapter 6 (chapters/06_tradeoffs).
     """

@@ -162,6 +162,9 @@ def test_a_notebook_teaches_from_the_package_code_not_a_copy_of_it(path):
                       if "text/plain" in o.get("data", {})]
             assert stored == [repr(dl.show_source(*objects))], (
                 f"code cell {k} shows an older version of the code (make execute)")
+            # the site's code column holds about 82 characters: longer lines scroll sideways
+            widest = max(len(line) for line in repr(dl.show_source(*objects)).splitlines())
+            assert widest <= 82, f"code cell {k} shows lines of {widest} characters (<= 82)"
 
 
 # Helpers still written out both in a notebook and in its solutions, which must run alone (in
