@@ -106,3 +106,12 @@ def same_dtype(model, X) -> None:
     if X.is_floating_point() and X.dtype != dtype:
         raise ValueError(f"X is {X.dtype} but the model's parameters are {dtype}: convert one "
                          f"of them (X.to({dtype}), or model.to(X.dtype))")
+
+
+def block_indices(name: str, values, blocks: int) -> list[int]:
+    """``values`` as a list of block indices ``0..blocks-1``; otherwise raise ValueError."""
+    values = list(values)
+    if not all(isinstance(v, Integral) and not isinstance(v, bool) and 0 <= v < blocks
+               for v in values):
+        raise ValueError(f"{name} must list block indices 0..{blocks - 1}, got {values}")
+    return [int(v) for v in values]

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._checks import block_indices
 from .models import DeepMLP
 
 
@@ -201,8 +202,8 @@ def input_share(model: nn.Module, X: torch.Tensor) -> np.ndarray:
 def distance_from_rank_one(x: torch.Tensor) -> float:
     """``r(X) = ||X - 1 mean(X)^T||_F / ||X||_F`` for each sequence ``X`` of
     ``x`` (shape ``(batch, length, width)``), the median over the batch: 0
-    when every position carries the same vector (rank one), 1 when the mean
-    over positions is negligible.
+    when every position carries the same vector, 1 when the mean over
+    positions is negligible.
 
     Introduced in Chapter 8 (chapters/08_transformers).
     """
@@ -237,25 +238,20 @@ def block_contributions(model: nn.Module, X: torch.Tensor) -> np.ndarray:
     return np.array(r)
 
 
-def forward_through(model: nn.Module, u: torch.Tensor, order) -> torch.Tensor:
+def forward_through(model: nn.Module, X: torch.Tensor, order) -> torch.Tensor:
     """The logits of a :class:`~depthlab.DeepMLP` run through only the blocks
-    listed in ``order`` (0-based), in that order: ``range(L)`` gives
-    ``model(u)``; leaving ``l`` out deletes block ``l`` (the stream skips
+    listed in ``order`` (counted from 0), in that order: ``range(L)`` gives
+    ``model(X)``; leaving ``l`` out deletes block ``l`` (the stream skips
     it); a permutation reorders the blocks.
 
-    Introduced in Chapter 6 (chapters/06_tradeoffs); Lab 2 deletes and
-    reorders blocks with it.
+    Introduced in Lab 2 (labs/lab2_ensembles); Chapter 6's
+    :func:`accuracy_without` is built on it.
     """
     if not isinstance(model, DeepMLP):
         raise ValueError(f"model must be a dl.DeepMLP, got "
                          f"{type(model).__name__}")
-    order = list(order)
-    last = len(model.blocks) - 1
-    if not all(isinstance(l, (int, np.integer)) and 0 <= l <= last
-               for l in order):
-        raise ValueError(f"order must list block indices 0..{last}, "
-                         f"got {order}")
-    x = model.embed(u)
+    order = block_indices("order", order, len(model.blocks))
+    x = model.embed(X)
     for l in order:
         x = model.blocks[l](x)
     return model.head(model.final_norm(x))
@@ -265,9 +261,11 @@ def forward_through(model: nn.Module, u: torch.Tensor, order) -> torch.Tensor:
 def accuracy_without(model: nn.Module, removed, X: torch.Tensor,
                      y: torch.Tensor) -> float:
     """Accuracy on ``(X, y)`` of a :class:`~depthlab.DeepMLP` with the blocks
-    whose indices (0-based) are in ``removed`` deleted: the stream skips them.
+    whose indices (counted from 0) are in ``removed`` deleted: the stream
+    skips them.
 
     Introduced in Chapter 6 (chapters/06_tradeoffs).
     """
+    removed = block_indices("removed", removed, len(model.blocks))
     kept = [l for l in range(len(model.blocks)) if l not in removed]
     return (forward_through(model, X, kept).argmax(1) == y).float().mean().item()

@@ -636,6 +636,9 @@ def test_forward_through_runs_any_list_of_blocks_in_any_order():
         dl.forward_through(model, X, [3])
     with pytest.raises(ValueError, match="model must be a dl.DeepMLP, got Linear"):
         dl.forward_through(nn.Linear(2, 2), X, [0])
+    # Chapter 6 counts blocks 1..L on its axis; a 1-based index is an error, not a no-op
+    with pytest.raises(ValueError, match=r"removed must list block indices 0..2, got \[3\]"):
+        dl.accuracy_without(model, {3}, X, torch.zeros(len(X), dtype=torch.long))
 
 
 def test_input_share_is_the_part_of_each_stream_that_depends_on_the_input():

@@ -147,7 +147,7 @@ def show_source(*objects) -> Source:
     naming its file and, for a method, the class that defines it. Returns a :class:`Source`:
     leave it last in a cell.
 
-    Introduced in Chapter 7 (chapters/07_resnets_as_built).
+    Introduced in Lab 1 (labs/lab1_fifty_layers); Chapters 6 to 8 and Lab 2 use it too.
     """
     if not objects:
         raise ValueError("show_source needs at least one function, method or class")
