@@ -397,10 +397,13 @@ def test_bad_inputs_are_rejected():
     with pytest.raises(ValueError, match=r"input must have shape \(batch, length\) or "
                                          r"\(batch, 1, length\), got \(6, 2, 40\)"):
         model(torch.randn(6, 2, 40))
-    with pytest.raises(ValueError, match="model must be a ResNet1d or a ResNetStack, got DeepMLP"):
+    with pytest.raises(ValueError, match="model must be a dl.ResNetStack, got DeepMLP"):
         member_scores(dl.DeepMLP(2, 4), torch.randn(3, 2), torch.zeros(3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"got ResNet1d \(one network: dl.evaluate_loss and "
+                                         r"dl.accuracy\)"):
+        member_scores(model, signals(), torch.zeros(6, dtype=torch.long))
     with pytest.raises(ValueError, match="X and y must have the same length, got 6 and 5"):
-        member_scores(model, signals(), torch.zeros(5, dtype=torch.long))
+        member_scores(ResNetStack(8, 4, seeds=[0, 1]), signals(), torch.zeros(5, dtype=torch.long))
 
 
 # ---------------------------------------------------------------- MNIST-1D

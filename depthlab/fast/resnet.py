@@ -177,33 +177,30 @@ class ResNetStack(ResNet1d):
 
 
 @torch.no_grad()
-def member_scores(model: ResNet1d, X: torch.Tensor, y: torch.Tensor, *,
+def member_scores(model: ResNetStack, X: torch.Tensor, y: torch.Tensor, *,
                   batch_size: int = 1000) -> tuple[np.ndarray, np.ndarray]:
-    """Cross-entropy and accuracy of each network of ``model`` on ``(X, y)``, in evaluation mode.
+    """Cross-entropy and accuracy of each network of a :class:`ResNetStack` on ``(X, y)``, in
+    evaluation mode (one network: :func:`depthlab.evaluate_loss` and :func:`depthlab.accuracy`).
 
-    Returns ``(loss, accuracy)``, two arrays with one entry per network of a
-    :class:`ResNetStack` (one entry for a :class:`~depthlab.ResNet1d`). The model keeps the
+    Returns ``(loss, accuracy)``, two arrays with one entry per network. The model keeps the
     mode (train or eval) it had.
 
     Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
-    if not isinstance(model, ResNet1d):
-        raise ValueError(f"model must be a ResNet1d or a ResNetStack, got "
-                         f"{type(model).__name__}")
+    if not isinstance(model, ResNetStack):
+        raise ValueError(f"model must be a dl.ResNetStack, got {type(model).__name__} (one "
+                         f"network: dl.evaluate_loss and dl.accuracy)")
     if len(X) != len(y):
         raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
     batch_size = positive_int("batch_size", batch_size)
-    stacked = isinstance(model, ResNetStack)
-    members = model.members if stacked else 1
     device = next(model.parameters()).device
     with _evaluating(model):
         losses, hits = [], []
         for start in range(0, len(X), batch_size):
             xb = X[start:start + batch_size].to(device)
             yb = y[start:start + batch_size].to(device)
-            logits = model(xb) if stacked else model(xb)[:, None]     # (batch, K, classes)
-            ce = nn.functional.cross_entropy(logits.permute(0, 2, 1),
-                                             yb[:, None].expand(-1, members),
+            logits = model(xb)                                         # (batch, K, classes)
+            ce = nn.functional.cross_entropy(logits.permute(0, 2, 1), model.targets(yb),
                                              reduction="none")          # (batch, K)
             losses.append(ce.sum(0))
             hits.append((logits.argmax(-1) == yb[:, None]).sum(0))
