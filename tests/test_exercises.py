@@ -230,7 +230,7 @@ def solution_lab6_1():
 
 def solution_lab6_2():
     return {float(lr): [float(x) for x in v.split()] for lr, v in re.findall(
-        r"η = (\S+): test token accuracy (.*)", answer_text("lab6.2"))}
+        r"warm-up \d+, η = (\S+): test token accuracy (.*)", answer_text("lab6.2"))}
 
 
 SOLUTION = {f"lab{m[1]}.{m[2]}": f for name, f in dict(globals()).items()
