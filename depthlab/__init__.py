@@ -18,10 +18,10 @@ the two layers below.
   colours; ``seeds``: seeds and devices (``DEPTHLAB_SEED``, ``DEPTHLAB_DEVICE``);
 * ``_checks``: the argument checks, written once (each raises a ``ValueError`` that says
   what is allowed);
-* ``paths`` and ``memory`` (imported as modules, ``from depthlab import paths``): the path
-  expansion of Chapter 3 and the activation-memory meter of Chapter 6, two chapters' own
-  instruments kept beside the core (``tests/test_layers.py`` holds the core, without them, to
-  1,200 lines of code).
+* ``shortcuts``, ``paths`` and ``memory`` (imported as modules, ``from depthlab import paths``):
+  Chapter 2's plain, residual and Highway blocks, the path expansion of Chapter 3 and the
+  activation-memory meter of Chapter 6, three chapters' own instruments kept beside the core
+  (``tests/test_layers.py`` holds the core, without them, to 1,200 lines of code).
 
 **The fast paths** (``depthlab/fast/``): :func:`train_many` and :func:`train_together`, which
 train many networks at once and are tested to agree with :func:`train` model by model, and
@@ -38,8 +38,8 @@ Maintainer tooling (executing and timing notebooks) lives in ``tools/``, not her
 """
 
 
-# memory and paths are used as modules: ``from depthlab import memory, paths``
-from . import memory, paths  # noqa: F401
+# memory, paths and shortcuts are used as modules: ``from depthlab import paths``
+from . import memory, paths, shortcuts  # noqa: F401
 from .book import (
     ConclusionFailed,
     best_rates,
@@ -69,7 +69,9 @@ from .probes import (
     input_share,
     jacobian,
     jacobian_singular_values,
+    parameter_count,
     position_similarity,
+    rms,
     weight_grad_norms,
 )
 from .resnet import BasicBlock, BottleneckBlock, ResNet1d, train_resnet
@@ -90,8 +92,8 @@ __all__ = [
     "ConclusionFailed", "conclusions", "DeepMLP", "default_device", "distance_from_rank_one",
     "evaluate_loss", "forward_through", "geometric_mean", "glue", "History", "init_linear",
     "INITS", "input_share", "jacobian", "jacobian_singular_values", "lab_seed", "layer_heatmap",
-    "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "position_similarity",
-    "Probe", "rate_table", "ResNet1d", "ResNetStack", "scrubber", "SeqHistory",
+    "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "parameter_count",
+    "position_similarity", "Probe", "rate_table", "ResNet1d", "ResNetStack", "rms", "scrubber", "SeqHistory",
     "sequence_accuracy", "sequence_task", "set_seed", "setup", "show_source", "significant",
     "spirals", "split", "steps_to", "TinyTransformer", "train", "train_many", "train_resnet",
     "train_sequence", "train_together", "TransformerBlock", "two_spirals", "use_style",

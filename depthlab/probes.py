@@ -129,6 +129,27 @@ def update_ratios(before, after, norms=each_norm) -> torch.Tensor:
     return norms(change) / norms(before).clamp_min(1e-30)
 
 
+def rms(t: torch.Tensor) -> float:
+    """The root mean square of a tensor's entries, ``sqrt(mean(t^2))``, as a float: the typical
+    size of one entry, whatever the tensor's shape.
+
+    Introduced in Chapter 8 (chapters/08_transformers).
+    """
+    if not isinstance(t, torch.Tensor) or t.numel() == 0:
+        raise ValueError(f"t must be a tensor with at least one entry, got {t!r}")
+    return float(t.pow(2).mean().sqrt())
+
+
+def parameter_count(model: nn.Module) -> int:
+    """The number of numbers in ``model``'s parameters (trainable or not; buffers excluded).
+
+    Introduced in Chapter 7 (chapters/07_resnets_as_built).
+    """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    return sum(p.numel() for p in model.parameters())
+
+
 def weight_grad_norms(model: nn.Module) -> np.ndarray:
     """The Frobenius norm of ``dL/dW_l`` for each block's weight, after ``loss.backward()``.
 

@@ -299,6 +299,14 @@ class TinyTransformer(nn.Module):
             xs.append(block(xs[-1]) if kept else xs[-1])
         return xs
 
+    def top(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The top of the stream as the read-out sees it: ``x_L`` after the final norm (the
+        identity for Post-LN and DeepNorm, whose blocks end in their own norm).
+
+        Introduced in Lab 6 (labs/lab6_which_block).
+        """
+        return self.final_norm(self.stream(tokens)[-1])
+
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits of shape ``(batch, length, vocab)``."""
         x = self._embed(tokens)

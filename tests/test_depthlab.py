@@ -653,3 +653,28 @@ def test_input_share_is_the_part_of_each_stream_that_depends_on_the_input():
     assert np.all(dl.input_share(model, same) < 1e-12)
     with pytest.raises(ValueError, match="model must have a stream"):
         dl.input_share(nn.Linear(2, 2), X)
+
+
+# ---------------------------------------------------------------- Chapter 2's blocks
+
+
+def test_chapter_2_blocks_compute_what_their_names_say():
+    from depthlab.shortcuts import HighwayBlock, PlainBlock, ResidualBlock
+
+    torch.manual_seed(0)
+    plain = PlainBlock(4, 8)
+    residual = ResidualBlock(4, 8)
+    residual.load_state_dict(plain.state_dict())       # the same branch F
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(residual(x), x + plain(x))
+    with torch.no_grad():                               # F = 0: only the shortcut is left
+        plain.F[2].weight.zero_()
+        plain.F[2].bias.zero_()
+    torch.testing.assert_close(plain(x), torch.zeros(5, 4))
+    # the gate T = sigmoid(b_T) near 0 copies the input; near 1 it is the plain transform
+    copy_gate, transform_gate = HighwayBlock(4, gate_bias=-30.0), HighwayBlock(4, gate_bias=30.0)
+    for block in (copy_gate, transform_gate):
+        with torch.no_grad():
+            block.gate.weight.zero_()
+    torch.testing.assert_close(copy_gate(x), x)
+    torch.testing.assert_close(transform_gate(x), transform_gate.H(torch.relu(x)))

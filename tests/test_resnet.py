@@ -247,9 +247,7 @@ def test_option_b_projects_with_a_strided_one_tap_convolution():
 
 
 def test_parameter_counts_of_option_a_and_option_b():
-    def count(module):
-        return sum(p.numel() for p in module.parameters())
-
+    count = dl.parameter_count
     a = BasicBlock(16, 32, stride=2, shortcut="A")
     b = BasicBlock(16, 32, stride=2, shortcut="B")
     same_shape = BasicBlock(32, 32, shortcut="B")     # no projection where shapes match
@@ -263,6 +261,8 @@ def test_parameter_counts_of_option_a_and_option_b():
     net_a, net_b = ResNet1d(20, 16, seed=0), ResNet1d(20, 16, shortcut="B", seed=0)
     assert count(net_b) - count(net_a) == (16 * 32 + 2 * 32) + (32 * 64 + 2 * 64)
     assert count(net_a) == count(ResNet1d(20, 16, residual=False, seed=0))
+    with pytest.raises(ValueError, match="model must be a torch.nn.Module, got list"):
+        count([net_a])
 
 
 # ---------------------------------------------------------------- stochastic depth

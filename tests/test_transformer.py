@@ -439,6 +439,26 @@ def test_position_similarity_is_one_for_identical_positions_and_near_zero_for_ra
         dl.position_similarity(z[0])
 
 
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_top_is_the_read_outs_input(norm):
+    model = dl.TinyTransformer(16, 8, 3, d_model=16, norm=norm, seed=0)
+    tokens, _ = dl.sequence_task(4, kind="sort", length=8, vocab=16, seed=0)
+    top = model.top(tokens)
+    assert top.shape == (4, 8, 16)
+    torch.testing.assert_close(model.head(top), model(tokens), rtol=0, atol=0)
+    if norm == "pre":  # the final LayerNorm: zero mean, unit variance per position
+        torch.testing.assert_close(top.mean(-1), torch.zeros(4, 8), rtol=0, atol=1e-5)
+
+
+def test_rms_is_the_typical_size_of_an_entry():
+    assert dl.rms(torch.full((3, 4), -2.0)) == pytest.approx(2.0)
+    assert dl.rms(torch.tensor([3.0, 4.0])) == pytest.approx(math.sqrt(12.5))
+    assert isinstance(dl.rms(torch.ones(2)), float)
+    for bad in ([1.0, 2.0], torch.zeros(0)):
+        with pytest.raises(ValueError, match="t must be a tensor with at least one entry"):
+            dl.rms(bad)
+
+
 def test_distance_from_rank_one_is_zero_for_equal_positions_and_one_for_a_zero_mean():
     same = torch.randn(4, 1, 6).expand(4, 5, 6)
     assert dl.distance_from_rank_one(same) == pytest.approx(0.0, abs=1e-6)
