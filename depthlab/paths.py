@@ -17,7 +17,8 @@ with ``T_0 = I`` and ``T_L = J_L ... J_1`` (the only path of a plain network). T
 * :func:`path_length_pmf` and :func:`path_fraction`: how the ``2^L`` paths spread over lengths;
 * :func:`expand_product`: the terms ``T_0 .. T_L`` of a given list of branch Jacobians;
 * :func:`branch_jacobians`: the branch Jacobians ``J_l`` of a residual :class:`DeepMLP` at one input;
-* :func:`mean_length`: the mean length of a profile over lengths (``||T_k||``, gradient shares).
+* :func:`mean_length`: the mean length of a profile over lengths (``||T_k||``, gradient shares);
+* :func:`reach`: the shortest lengths ``0..K`` that hold most of a profile.
 """
 
 from __future__ import annotations
@@ -148,3 +149,24 @@ def mean_length(weights) -> float:
         raise ValueError("weights must be a non-empty 1-D array of finite numbers (one per path "
                          f"length 0, 1, ...) whose sum is not zero, got {np.asarray(weights)!r}")
     return float(np.sum(np.arange(w.size) * w) / np.sum(w))
+
+
+def reach(shares, mass: float = 0.9) -> int:
+    """The smallest ``K`` such that lengths ``0..K`` hold at least ``mass`` of ``shares``.
+
+    ``shares[k]`` is the share of a total carried by the paths of length ``k`` (summing to 1,
+    as :func:`path_length_pmf` or Lab 2's gradient shares do; a share may be negative). A
+    ``ValueError`` if the running sum never reaches ``mass``.
+
+    Introduced in Lab 2 (labs/lab2_ensembles).
+    """
+    s = np.asarray(shares, dtype=float)
+    if s.ndim != 1 or s.size == 0 or not np.isfinite(s).all():
+        raise ValueError("shares must be a non-empty 1-D array of finite numbers (one per path "
+                         f"length 0, 1, ...), got {np.asarray(shares)!r}")
+    if not 0 < mass <= 1:
+        raise ValueError(f"mass must be a share in (0, 1], got {mass!r}")
+    held = np.cumsum(s) >= mass
+    if not held.any():
+        raise ValueError(f"the shares never add up to {mass} (their sum is {s.sum():.3g})")
+    return int(np.argmax(held))

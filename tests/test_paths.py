@@ -153,6 +153,27 @@ def test_mean_length_weights_each_length_by_its_share():
     assert paths.mean_length([2, -1, 1]) == pytest.approx(0.5)
 
 
+def test_reach_is_the_shortest_prefix_of_lengths_holding_the_mass():
+    assert paths.reach([0.95, 0.05]) == 0
+    assert paths.reach([0.5, 0.3, 0.2]) == 2                # 0.8 < 0.9 after two lengths
+    assert paths.reach([0.5, 0.3, 0.2], mass=0.8) == 1
+    assert paths.reach([0.6, -0.1, 0.6, -0.1]) == 2         # a negative share is subtracted
+    # half the 2^20 paths have length <= 10, 90% of them <= 13
+    assert paths.reach(paths.path_length_pmf(20), mass=0.5) == 10
+    assert paths.reach(paths.path_length_pmf(20)) == 13
+
+
+@pytest.mark.parametrize("shares, mass, message", [
+    ([], 0.9, "shares must be a non-empty 1-D array"),
+    ([0.5, np.nan], 0.9, "shares must be a non-empty 1-D array"),
+    ([0.5, 0.5], 0.0, r"mass must be a share in \(0, 1\]"),
+    ([0.5, 0.3], 0.9, "the shares never add up to 0.9"),
+])
+def test_reach_says_what_it_needs(shares, mass, message):
+    with pytest.raises(ValueError, match=message):
+        paths.reach(shares, mass=mass)
+
+
 @pytest.mark.parametrize("weights", [[], [[1, 2]], [0, 0], [1, np.nan], [1, -1]])
 def test_mean_length_rejects_what_has_no_mean(weights):
     with pytest.raises(ValueError, match="weights must be a non-empty 1-D array of finite numbers"):

@@ -167,12 +167,6 @@ def test_a_notebook_teaches_from_the_package_code_not_a_copy_of_it(path):
             assert widest <= 82, f"code cell {k} shows lines of {widest} characters (<= 82)"
 
 
-# Helpers still written out both in Lab 2 and in its solutions. This list only shrinks: moving
-# them needs both notebooks re-executed, and Lab 2's prose first made true on every CPU (its
-# "tied" best rates for alpha = 1 are not tied on every machine).
-KNOWN_COPIES = {"reach", "stem", "without"}
-
-
 def test_no_helper_is_copied_between_notebooks():
     """A function or class defined with the same code (comments and layout aside) in two
     notebooks is one helper written twice: a helper that two notebooks need goes in depthlab
@@ -189,10 +183,7 @@ def test_no_helper_is_copied_between_notebooks():
                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                     where.setdefault((node.name, ast.dump(node)), set()).add(path.stem)
     copied = {name: sorted(paths) for (name, _), paths in where.items() if len(paths) > 1}
-    assert not set(copied) - KNOWN_COPIES, (
-        f"copied between notebooks: {copied}; put them in depthlab")
-    assert not KNOWN_COPIES - set(copied), (
-        f"no longer copied, remove from KNOWN_COPIES: {sorted(KNOWN_COPIES - set(copied))}")
+    assert not copied, f"copied between notebooks: {copied}; put them in depthlab"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
