@@ -91,13 +91,13 @@ __all__ = [
     "Block", "block_contributions", "BottleneckBlock", "check", "color", "COLORS",
     "ConclusionFailed", "conclusions", "DeepMLP", "default_device", "distance_from_rank_one",
     "evaluate_loss", "forward_through", "geometric_mean", "glue", "History", "init_linear",
-    "INITS", "input_share", "jacobian", "jacobian_singular_values", "lab_seed", "layer_heatmap",
-    "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel", "parameter_count",
-    "position_similarity", "Probe", "rate_table", "ResNet1d", "ResNetStack", "rms", "scrubber", "SeqHistory",
-    "sequence_accuracy", "sequence_task", "set_seed", "setup", "show_source", "significant",
-    "spirals", "split", "steps_to", "TinyTransformer", "train", "train_many", "train_resnet",
-    "train_sequence", "train_together", "TransformerBlock", "two_spirals", "use_style",
-    "weight_grad_norms",
+    "INITS", "input_share", "jacobian", "jacobian_singular_values", "lab_seed",
+    "layer_heatmap", "load_mnist1d", "markdown_table", "member_scores", "NORMS", "panel",
+    "parameter_count", "position_similarity", "Probe", "rate_table", "ResNet1d", "ResNetStack",
+    "rms", "scrubber", "SeqHistory", "sequence_accuracy", "sequence_task", "set_seed", "setup",
+    "show_source", "significant", "spirals", "split", "steps_to", "TinyTransformer", "train",
+    "train_many", "train_resnet", "train_sequence", "train_together", "TransformerBlock",
+    "two_spirals", "use_style", "weight_grad_norms",
 ]
 
 __version__ = "0.1.0"
