@@ -306,3 +306,15 @@ def test_the_page_says_whether_the_solutions_pass_their_exercise_checks():
         run["exercises"] = {e: "right" for e in run["exercises"]}
     assert bench.exercise_section(runs[:3])[2].endswith("it said *Right* every time.")
     assert bench.exercise_section([]) == []
+
+
+def test_the_page_says_which_seeds_ran_where_no_seed_is_common_to_a_configuration():
+    runs = [dict(path="labs/a.ipynb", seed=0, config=bench.OTHER_KERNELS),
+            dict(path="labs/b.ipynb", seed=1, config=bench.OTHER_KERNELS),
+            dict(path="labs/b.ipynb", seed=2, config=bench.OTHER_KERNELS),
+            dict(path="labs/a.ipynb", seed=1, config=bench.ONE_THREAD),
+            dict(path="labs/b.ipynb", seed=1, config=bench.ONE_THREAD)]
+    text = bench._seeds_text(runs, {"configs": [bench.ONE_THREAD, bench.OTHER_KERNELS]})
+    assert "at seed 1 in *1 thread*" in text
+    assert "at seeds 0, 1 and 2 in *2 threads, default kernels*" in text
+    assert "not every notebook at every one of those seeds" in text

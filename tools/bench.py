@@ -472,6 +472,11 @@ def _seeds_text(matrix: list[dict], results: dict) -> str:
     more = any(ran != seeds[c] for c, paths in by_notebook.items() for ran in paths.values())
     note = (" (some notebooks at more seeds: the last column counts each check's runs)"
             if more else "")
+    # notebooks run in one configuration at seeds that no seed is common to: their union
+    if any(not s for s in seeds.values()):
+        seeds = {c: s or set.union(*by_notebook[c].values()) for c, s in seeds.items()}
+        note = (" (not every notebook at every one of those seeds: the last column counts "
+                "each check's runs)")
     if len({frozenset(s) for s in seeds.values()}) <= 1:
         every = sorted(set().union(*seeds.values())) if seeds else []
         return (f"at seeds {_list([str(s) for s in every])} in each of these configurations: "
