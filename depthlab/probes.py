@@ -91,7 +91,7 @@ class Probe:
         return {
             "mean": np.array([x.mean().item() for x in xs]),
             "std": np.array([x.std().item() for x in xs]),
-            "rms": np.array([x.pow(2).mean().sqrt().item() for x in xs]),
+            "rms": np.array([rms(x) for x in xs]),
         }
 
     def stream_grad_norms(self) -> np.ndarray:
