@@ -111,6 +111,52 @@ def test_a_timed_pass_alone_keeps_the_earlier_runs_of_the_checks_it_still_makes(
     assert {(r["seed"], r["config"]) for r in bench.merge(old, new)["runs"]} == {(0, "learner")}
 
 
+def test_a_run_on_another_cpu_keeps_what_the_first_cpu_measured_of_the_same_checks():
+    lab = "labs/lab1_fifty_layers.ipynb"
+    amd = dict(machine=dict(cpu="AMD"), device="cpu",
+               rows=[dict(path=lab, seconds=90, cpu="AMD")],
+               runs=[dict(run(1, "1 thread", a=record(0.3, "<", 0.5), c=record(9, ">", 1)),
+                          path=lab, cpu="AMD")],
+               configs=["1 thread"], seeds=[1])
+    # the same notebook on an Intel CPU: a with the same threshold, c no more
+    intel = dict(machine=dict(cpu="Intel"), device="cpu",
+                 rows=[dict(path=lab, seconds=40, cpu="Intel")],
+                 runs=[dict(run(1, "1 thread", a=record(0.4, "<", 0.5)), path=lab, cpu="Intel")],
+                 configs=["1 thread"], seeds=[1])
+    merged = bench.merge(amd, intel)
+    assert sorted((r["cpu"], r["seconds"]) for r in merged["rows"]) == [("AMD", 90), ("Intel", 40)]
+    by_cpu = {r["cpu"]: r["checks"] for r in merged["runs"]}
+    assert set(by_cpu) == {"AMD", "Intel"} and set(by_cpu["AMD"]) == {"a"}  # c: dropped since
+    # the worst value over both CPUs, and the CPU it came from
+    rows, every = bench.robustness(merged["runs"])
+    assert every and "| x | `a` | < 0.5 | 0.4 | seed 1, 1 thread, Intel | 2 of 2 |" in (
+        bench.robustness_table([dict(r, path="labs/x.ipynb") for r in rows]))
+    # measured again on the same CPU, a notebook loses what it had there, not elsewhere
+    again = bench.merge(merged, dict(intel, rows=[dict(path=lab, seconds=41, cpu="Intel")]))
+    assert sorted((r["cpu"], r["seconds"]) for r in again["rows"]) == [("AMD", 90),
+                                                                        ("Intel", 41)]
+    assert sorted(r["cpu"] for r in again["runs"]) == ["AMD", "Intel"]
+
+
+def test_the_page_times_each_notebook_on_every_cpu_it_ran_on():
+    rows = [dict(path="labs/lab9.ipynb", seconds=120.0, cpu="AMD EPYC", memory=2**29,
+                 training=[dict(seconds=60.0, examples=1)]),
+            dict(path="labs/lab9.ipynb", seconds=60.0, cpu="Intel Xeon", memory=2**28,
+                 training=[dict(seconds=30.0, examples=1)]),
+            dict(path="chapters/01_x.ipynb", seconds=20.0, cpu="Intel Xeon", training=[])]
+    lines = bench.table(rows)
+    assert lines[0] == "| notebook | time, AMD EPYC | time, Intel Xeon | peak memory | status |"
+    assert lines[2] == (f"| lab9 | 120{NBSP}s (50{NBSP}% training) | 60{NBSP}s (50{NBSP}% "
+                        f"training) | 512{NBSP}MiB | over: time (AMD EPYC) |")
+    assert lines[3] == f"| 01_x | - | 20{NBSP}s | - | ok |"
+    text = bench.summary(rows, 2)
+    assert text.startswith("On the AMD EPYC: 1 of 1 notebooks missed a budget")
+    assert "On the Intel Xeon: All 2 notebooks ran within their time and memory budgets." in text
+    assert bench._totals_lines(rows) == [
+        "* all 1 notebooks, one after the other on the AMD EPYC: 2.0 min",
+        "* all 2 notebooks, one after the other on the Intel Xeon: 1.3 min"]
+
+
 def test_the_training_meter_times_each_outermost_training_call_once():
     X, y = dl.two_spirals(64, seed=0)
     runs = []

@@ -296,8 +296,43 @@ def over_budget(row: dict) -> list[str]:
     return over
 
 
+def _cpus(entries: list[dict]) -> list[str]:
+    """The CPUs that ``entries`` were measured on, in a fixed order (entries saved before the
+    CPU was recorded per entry have none)."""
+    return sorted({e.get("cpu") or "" for e in entries})
+
+
+def _on(entries: list[dict], cpu: str) -> list[dict]:
+    return [e for e in entries if (e.get("cpu") or "") == cpu]
+
+
+def _time_cell(r: dict, share: bool = False) -> str:
+    train = training_seconds(r)
+    text = f"{r['seconds']:.0f}{NBSP}s"
+    if share and r.get("training"):
+        text += f" ({100 * train / r['seconds']:.0f}{NBSP}% training)"
+    return text
+
+
 def table(rows: list[dict]) -> list[str]:
-    """Markdown lines: one row per notebook with its measurements and ok/over."""
+    """Markdown lines: one row per notebook with its measurements and ok/over; where the
+    notebooks were timed on several CPUs, a time column per CPU and the budgets each missed
+    there."""
+    cpus = _cpus(rows)
+    if len(cpus) > 1:
+        lines = ["| notebook | " + " | ".join(f"time, {c}" for c in cpus)
+                 + " | peak memory | status |", "|---|" + "---:|" * (len(cpus) + 1) + "---|"]
+        for path in dict.fromkeys(r["path"] for r in rows):
+            mine = {r.get("cpu") or "": r for r in rows if r["path"] == path}
+            times = [_time_cell(mine[c], share=True) if c in mine else "-" for c in cpus]
+            memory = max((r["memory"] for r in mine.values() if r.get("memory") is not None),
+                         default=None)
+            over = [f"{', '.join(over_budget(mine[c]))} ({c})" for c in cpus
+                    if c in mine and over_budget(mine[c])]
+            memory_text = "-" if memory is None else f"{memory / 2**20:.0f}{NBSP}MiB"
+            lines.append(f"| {_name(path)} | {' | '.join(times)} | {memory_text} | "
+                         f"{'ok' if not over else 'over: ' + '; '.join(over)} |")
+        return lines
     lines = ["| notebook | time | of which training | peak memory | status |",
              "|---|---:|---:|---:|---|"]
     for r in rows:
@@ -364,7 +399,8 @@ def robustness(runs: list[dict]) -> tuple[list[dict], bool]:
         held = sum(record["holds"] for record, _ in found)
         total = len(paths_runs[path])
         every &= held == total
-        rows.append(dict(path=path, name=name, worst=bad, where=where, held=held, runs=total))
+        rows.append(dict(path=path, name=name, worst=bad, where=where, held=held, runs=total,
+                         cpus=_cpus(paths_runs[path])))
     return rows, every
 
 
@@ -372,9 +408,12 @@ def robustness_table(rows: list[dict]) -> list[str]:
     """Markdown lines: every check, its threshold and its worst value over the runs."""
     lines = ["| notebook | check | threshold | worst value | in the run | held |",
              "|---|---|---|---|---|---|"]
+    several = any(len(r.get("cpus", [])) > 1 for r in rows)  # then each row names its CPU
     for r in rows:
         w = r["worst"]
         where = f"seed {r['where']['seed']}, {r['where']['config']}"
+        if several and r["where"].get("cpu"):
+            where += f", {r['where']['cpu']}"
         m = margin(w)
         close = " (close)" if m is not None and 0 <= m < CLOSE else ""
         held = f"{r['held']} of {r['runs']}"
@@ -417,7 +456,15 @@ def mean_load(rows: list[dict]) -> float | None:
 
 
 def summary(rows: list[dict], cores: int | None = None) -> str:
-    """The paragraph under the table, written from the measurements."""
+    """The paragraph under the table, written from the measurements: one per CPU where the
+    notebooks were timed on several."""
+    cpus = _cpus(rows)
+    if len(cpus) > 1:
+        return "\n\n".join(f"On the {cpu}: " + _summary(_on(rows, cpu), cores) for cpu in cpus)
+    return _summary(rows, cores)
+
+
+def _summary(rows: list[dict], cores: int | None = None) -> str:
     total = sum(r["seconds"] for r in rows)
     missed = [r for r in rows if over_budget(r)]
     if not missed:
@@ -493,20 +540,35 @@ def _provenance_lines(results: dict) -> list[str]:
     again alone, on another day or machine)."""
     m = results["machine"]
     entries = results["rows"] + results.get("runs", [])
-    dates = sorted({e.get("date", m["date"]) for e in entries})
-    cpus = sorted({e.get("cpu", m["cpu"]) for e in entries})
-    devices = sorted({e.get("device", results["device"]) for e in entries})
+    dates = sorted({e.get("date") or m["date"] for e in entries})
+    cpus = sorted({e.get("cpu") or m["cpu"] for e in entries})
+    devices = sorted({e.get("device") or results["device"] for e in entries})
     return [f"* date: {dates[0]}" if len(dates) == 1 else
             f"* dates: {dates[0]} to {dates[-1]}",
             f"* CPU: {_list(cpus)}, {m['cores']} cores",
             f"* networks trained on: {_list(devices)}"]
 
 
+def _totals_lines(rows: list[dict]) -> list[str]:
+    """How long the notebooks took one after the other, and how busy the machine was: for
+    each CPU they were timed on."""
+    lines = []
+    cpus = _cpus(rows)
+    for cpu in cpus:
+        mine = _on(rows, cpu)
+        on = f" on the {cpu}" if len(cpus) > 1 else ""
+        total = sum(r["seconds"] for r in mine)
+        lines.append(f"* all {len(mine)} notebooks, one after the other{on}: {total / 60:.1f} min")
+        if mean_load(mine) is not None:
+            lines.append(f"* load average of the machine during the run{on}: "
+                         f"{mean_load(mine):.1f}")
+    return lines
+
+
 def render(results: dict) -> str:
     """The book page for the measurements in ``results`` (what :func:`measure` returns)."""
     m, rows = results["machine"], results["rows"]
     checked, every = robustness(results.get("runs", []))
-    total = sum(r["seconds"] for r in rows)
     page = [
         "<!-- Written by `make bench` (tools/bench.py) from tools/bench_results.json; do not edit:",
         "     running.md includes it. -->",
@@ -529,9 +591,7 @@ def render(results: dict) -> str:
             *_provenance_lines(results),
             f"* Python {m['python']}, PyTorch {m['torch']}, NumPy {m['numpy']}, "
             f"matplotlib {m['matplotlib']}",
-            f"* all {len(rows)} notebooks, one after the other: {total / 60:.1f} min",
-            *([f"* load average of the machine during the run: {mean_load(rows):.1f}"]
-              if mean_load(rows) is not None else []),
+            *_totals_lines(rows),
             "",
             *table(rows),
             "",
@@ -706,43 +766,56 @@ def measure(only: list[str], seeds: list[int], configs: list[str], jobs: int = 2
 
 
 def merge(old: dict | None, new: dict, keep_unchanged_checks: bool = False) -> dict:
-    """``new`` measurements over ``old`` ones: every notebook measured in ``new`` loses all it
-    had in ``old`` (it may have changed since); the other notebooks keep theirs.
+    """``new`` measurements over ``old`` ones: every notebook measured in ``new`` loses what it
+    had in ``old`` on the same CPU (it may have changed since); the other notebooks keep theirs.
 
-    With ``keep_unchanged_checks`` (a timed pass alone, ``--timing-only``), a notebook's earlier
-    runs at other seeds and configurations stay, but only with the checks that its fresh run
-    still makes, with the same operator and, where the earlier runs all had one threshold (a
-    constant of the claim), the same threshold: a check dropped or rewritten since is not shown
-    with values measured against another claim. A threshold that varied between the earlier runs
-    is itself measured (one arm against another) and is kept."""
+    What a notebook measured in ``new`` had on *another* CPU stays: its timed rows, and its
+    runs with only the checks that its fresh runs still make (below), so that the page shows
+    each check over every CPU it ran on. With ``keep_unchanged_checks`` (a timed pass alone,
+    ``--timing-only``), the same holds for its earlier runs on the same CPU at other seeds and
+    configurations.
+
+    A check is kept from an earlier run if the fresh runs still make it with the same operator
+    and, where the earlier runs all had one threshold (a constant of the claim), the same
+    threshold: a check dropped or rewritten since is not shown with values measured against
+    another claim. A threshold that varied between the earlier runs is itself measured (one arm
+    against another) and is kept."""
     if not old:
         return new
+    here = new.get("machine", {}).get("cpu")
+    before = old.get("machine", {}).get("cpu")
+    for entry in old.get("rows", []) + old.get("runs", []):
+        entry.setdefault("cpu", before)  # saved before each entry recorded its CPU
+    for entry in new["rows"] + new["runs"]:
+        entry.setdefault("cpu", here)
     fresh = {e["path"] for e in new["rows"] + new["runs"]}
-    rows = [r for r in old.get("rows", []) if r["path"] not in fresh] + new["rows"]
+    fresh_cpu = {(e["path"], e["cpu"]) for e in new["rows"] + new["runs"]}
+    rows = [r for r in old.get("rows", []) if (r["path"], r["cpu"]) not in fresh_cpu] + new["rows"]
     runs = [r for r in old.get("runs", []) if r["path"] not in fresh] + new["runs"]
-    if keep_unchanged_checks:
-        claims = {(r["path"], name): (c["op"], c["threshold"])
-                  for r in new["runs"] for name, c in r.get("checks", {}).items()}
-        taken = {(r["path"], r["seed"], r["config"]) for r in new["runs"]}
-        earlier: dict = {}  # (path, check) -> the thresholds it had in the earlier runs
-        for r in old.get("runs", []):
-            for name, c in r.get("checks", {}).items():
-                earlier.setdefault((r["path"], name), set()).add(c["threshold"])
+    claims = {(r["path"], name): (c["op"], c["threshold"])
+              for r in new["runs"] for name, c in r.get("checks", {}).items()}
+    taken = {(r["path"], r["seed"], r["config"], r["cpu"]) for r in new["runs"]}
+    earlier: dict = {}  # (path, check) -> the thresholds it had in the earlier runs
+    for r in old.get("runs", []):
+        for name, c in r.get("checks", {}).items():
+            earlier.setdefault((r["path"], name), set()).add(c["threshold"])
 
-        def unchanged(path, name, check):
-            claim = claims.get((path, name))
-            return claim is not None and claim[0] == check["op"] and (
-                claim[1] == check["threshold"] or len(earlier[path, name]) > 1)
+    def unchanged(path, name, check):
+        claim = claims.get((path, name))
+        return claim is not None and claim[0] == check["op"] and (
+            claim[1] == check["threshold"] or len(earlier[path, name]) > 1)
 
-        for r in old.get("runs", []):
-            if r["path"] not in fresh or (r["path"], r["seed"], r["config"]) in taken:
-                continue
-            checks = {name: c for name, c in r.get("checks", {}).items()
-                      if unchanged(r["path"], name, c)}
-            if checks:
-                runs.append(dict(r, checks=checks))
+    for r in old.get("runs", []):
+        if r["path"] not in fresh or (r["path"], r["seed"], r["config"], r["cpu"]) in taken:
+            continue
+        if (r["path"], r["cpu"]) in fresh_cpu and not keep_unchanged_checks:
+            continue
+        checks = {name: c for name, c in r.get("checks", {}).items()
+                  if unchanged(r["path"], name, c)}
+        if checks:
+            runs.append(dict(r, checks=checks))
     order = {str(p.relative_to(ROOT)): k for k, p in enumerate(notebooks([]))}
-    rows.sort(key=lambda r: order.get(r["path"], len(order)))
+    rows.sort(key=lambda r: (order.get(r["path"], len(order)), r["cpu"] or ""))
     configs = list(dict.fromkeys(old.get("configs", []) + new["configs"]))
     seeds = sorted(set(old.get("seeds", [])) | set(new["seeds"]))
     return dict(new, rows=rows, runs=runs, configs=configs, seeds=seeds)
