@@ -502,9 +502,9 @@ def _problems_15(r: dict) -> list[str]:
     if not np.all((r["measured"] >= 12) & (r["measured"] <= 27)):
         out.append("The measured layer (the first l with input_share below 2**-24) should be "
                    "within a few layers of the prediction; yours is not.")
-    if not all(np.all(v < 0.9 * LN2) for d, v in r["losses"].items() if d <= 10):
-        out.append("At depth 10 or less the top layer still sees the input and every seed "
-                   "should learn something (loss below 0.9 ln 2); yours does not.")
+    if not all(np.median(v) < 0.9 * LN2 for d, v in r["losses"].items() if d <= 10):
+        out.append("At depth 10 or less the top layer still sees the input and the median "
+                   "seed should learn something (loss below 0.9 ln 2); yours does not.")
     if not all(np.all(v > 0.9 * LN2) for d, v in r["losses"].items() if d >= 30):
         out.append("At depth 30 or more the input is below float32's resolution at the top "
                    "and every seed should stay at chance (loss above 0.9 ln 2); yours learns.")
@@ -519,10 +519,11 @@ _register(Exercise(
     parse=_parse_15, problems=_problems_15,
     # Ranges: the solution's 1.5 run (predicted 17.7-17.8, measured 17-21; depth 10 learns,
     # 0.31-0.41; depth 30 at chance, 0.69; claims s15_*) and the probe at seeds 0-4; widened
-    # to 14-22 and 12-27. Depths between 10 and 30 are not checked.
+    # to 14-22 and 12-27. Depths between 10 and 30 are not checked. Depth 10 asks it of the
+    # median seed: on an Intel Xeon one seed of three stayed near chance (0.65) at lab seed 1.
     accepts=("a predicted layer of 14 to 22 and a measured one of 12 to 27 on every seed; "
-             "every seed learns (loss below 0.9 ln 2) at depths up to 10 and stays at chance "
-             "at depths of 30 or more"),
+             "the median seed learns (loss below 0.9 ln 2) at depths up to 10 and every seed "
+             "stays at chance at depths of 30 or more"),
     mistakes=[
         Mistake("negative prediction", lambda r: np.all(r["predicted"] <= 0),
                 "The prediction is negative: ln(0.41) is negative. Divide ln(s_0 / 2**-24) by "
