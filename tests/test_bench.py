@@ -131,6 +131,11 @@ def test_a_run_on_another_cpu_keeps_what_the_first_cpu_measured_of_the_same_chec
     rows, every = bench.robustness(merged["runs"])
     assert every and "| x | `a` | < 0.5 | 0.4 | seed 1, 1 thread, Intel | 2 of 2 |" in (
         bench.robustness_table([dict(r, path="labs/x.ipynb") for r in rows]))
+    # a check written since the AMD runs is counted over the Intel runs only
+    newer = dict(run(1, "1 thread", a=record(0.4, "<", 0.5), n=record(2, ">", 1)), cpu="Intel",
+                 path=lab)
+    rows, _ = bench.robustness([r for r in merged["runs"] if r["cpu"] == "AMD"] + [newer])
+    assert {r["name"]: (r["held"], r["runs"]) for r in rows} == {"a": (2, 2), "n": (1, 1)}
     # measured again on the same CPU, a notebook loses what it had there, not elsewhere
     again = bench.merge(merged, dict(intel, rows=[dict(path=lab, seconds=41, cpu="Intel")]))
     assert sorted((r["cpu"], r["seconds"]) for r in again["rows"]) == [("AMD", 90),

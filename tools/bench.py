@@ -397,7 +397,10 @@ def robustness(runs: list[dict]) -> tuple[list[dict], bool]:
         bad = worst([record for record, _ in found])
         where = next(run for record, run in found if record is bad)
         held = sum(record["holds"] for record, _ in found)
-        total = len(paths_runs[path])
+        # a check missing from a run counts against it, except on a CPU where it never ran
+        # (a check written since that CPU's runs)
+        ran_on = {run.get("cpu") for _, run in found}
+        total = sum(run.get("cpu") in ran_on for run in paths_runs[path])
         every &= held == total
         rows.append(dict(path=path, name=name, worst=bad, where=where, held=held, runs=total,
                          cpus=_cpus(paths_runs[path])))
