@@ -141,6 +141,10 @@ def test_a_run_on_another_cpu_keeps_what_the_first_cpu_measured_of_the_same_chec
     assert sorted((r["cpu"], r["seconds"]) for r in again["rows"]) == [("AMD", 90),
                                                                         ("Intel", 41)]
     assert sorted(r["cpu"] for r in again["runs"]) == ["AMD", "Intel"]
+    # a run without the timed pass keeps the last time measured on that CPU
+    untimed = bench.merge(again, dict(intel, rows=[]))
+    assert sorted((r["cpu"], r["seconds"]) for r in untimed["rows"]) == [("AMD", 90),
+                                                                          ("Intel", 41)]
 
 
 def test_the_page_times_each_notebook_on_every_cpu_it_ran_on():

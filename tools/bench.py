@@ -770,13 +770,14 @@ def measure(only: list[str], seeds: list[int], configs: list[str], jobs: int = 2
 
 def merge(old: dict | None, new: dict, keep_unchanged_checks: bool = False) -> dict:
     """``new`` measurements over ``old`` ones: every notebook measured in ``new`` loses what it
-    had in ``old`` on the same CPU (it may have changed since); the other notebooks keep theirs.
+    had in ``old`` on the same CPU (it may have changed since): its time where ``new`` times it,
+    its runs; the other notebooks keep theirs.
 
     What a notebook measured in ``new`` had on *another* CPU stays: its timed rows, and its
     runs with only the checks that its fresh runs still make (below), so that the page shows
-    each check over every CPU it ran on. With ``keep_unchanged_checks`` (a timed pass alone,
-    ``--timing-only``), the same holds for its earlier runs on the same CPU at other seeds and
-    configurations.
+    each check over every CPU it ran on. With ``keep_unchanged_checks`` (a partial run: the timed
+    pass alone, ``--timing-only``, or the seeds alone, ``--no-timing``), the same holds for its
+    earlier runs on the same CPU at other seeds and configurations.
 
     A check is kept from an earlier run if the fresh runs still make it with the same operator
     and, where the earlier runs all had one threshold (a constant of the claim), the same
@@ -793,7 +794,9 @@ def merge(old: dict | None, new: dict, keep_unchanged_checks: bool = False) -> d
         entry.setdefault("cpu", here)
     fresh = {e["path"] for e in new["rows"] + new["runs"]}
     fresh_cpu = {(e["path"], e["cpu"]) for e in new["rows"] + new["runs"]}
-    rows = [r for r in old.get("rows", []) if (r["path"], r["cpu"]) not in fresh_cpu] + new["rows"]
+    # a run without the timed pass (--no-timing) keeps the notebook's last time on this CPU
+    timed = {(r["path"], r["cpu"]) for r in new["rows"]}
+    rows = [r for r in old.get("rows", []) if (r["path"], r["cpu"]) not in timed] + new["rows"]
     runs = [r for r in old.get("runs", []) if r["path"] not in fresh] + new["runs"]
     claims = {(r["path"], name): (c["op"], c["threshold"])
               for r in new["runs"] for name, c in r.get("checks", {}).items()}
@@ -890,7 +893,7 @@ def main(argv=None) -> int:
         new = measure(args.only, seeds, configs, args.jobs, args.timeout,
                       timed=not args.no_timing)
         old = json.loads(results_path.read_text()) if results_path.exists() else None
-        results = merge(old, new, keep_unchanged_checks=args.timing_only)
+        results = merge(old, new, keep_unchanged_checks=args.timing_only or args.no_timing)
         results_path.parent.mkdir(parents=True, exist_ok=True)
         results_path.write_text(json.dumps(results, separators=(",", ":")) + "\n")
         print(f"saved the measurements to {results_path}")
