@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ._checks import finite_float, positive_int
 from .models import init_linear
 
 
@@ -25,6 +26,7 @@ def branch(d, h):
 
     Introduced in Chapter 2 (chapters/02_residual_learning).
     """
+    d, h = positive_int("d", d), positive_int("h", h)
     # F: Linear -> ReLU -> Linear, the two-layer branch of the original ResNet
     return nn.Sequential(nn.Linear(d, h), nn.ReLU(), nn.Linear(h, d))
 
@@ -58,6 +60,7 @@ class HighwayBlock(nn.Module):
     """
     def __init__(self, width, gate_bias):
         super().__init__()
+        width, gate_bias = positive_int("width", width), finite_float("gate_bias", gate_bias)
         self.H = nn.Linear(width, width)  # transform: H(x) = W relu(x) + b
         init_linear(self.H, "he")
         self.gate = nn.Linear(width, width)

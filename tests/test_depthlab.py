@@ -678,3 +678,10 @@ def test_chapter_2_blocks_compute_what_their_names_say():
             block.gate.weight.zero_()
     torch.testing.assert_close(copy_gate(x), x)
     torch.testing.assert_close(transform_gate(x), transform_gate.H(torch.relu(x)))
+    # bad sizes and gate biases say what is allowed
+    for bad in (lambda: PlainBlock(0, 8), lambda: ResidualBlock(4, 2.5),
+                lambda: HighwayBlock(True, gate_bias=-2.0)):
+        with pytest.raises(ValueError, match="must be an integer >= 1"):
+            bad()
+    with pytest.raises(ValueError, match="gate_bias must be a finite number"):
+        HighwayBlock(4, gate_bias=float("nan"))
