@@ -137,7 +137,7 @@ def rms(t: torch.Tensor) -> float:
     """
     if not isinstance(t, torch.Tensor) or t.numel() == 0:
         raise ValueError(f"t must be a tensor with at least one entry, got {t!r}")
-    return float(t.pow(2).mean().sqrt())
+    return float(t.detach().pow(2).mean().sqrt())
 
 
 def parameter_count(model: nn.Module) -> int:

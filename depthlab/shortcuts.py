@@ -60,7 +60,8 @@ class HighwayBlock(nn.Module):
     """
     def __init__(self, width, gate_bias):
         super().__init__()
-        width, gate_bias = positive_int("width", width), finite_float("gate_bias", gate_bias)
+        width = positive_int("width", width)
+        gate_bias = finite_float("gate_bias", gate_bias)
         self.H = nn.Linear(width, width)  # transform: H(x) = W relu(x) + b
         init_linear(self.H, "he")
         self.gate = nn.Linear(width, width)

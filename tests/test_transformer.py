@@ -1,6 +1,7 @@
 """Unit tests of depthlab.transformer: formulas, shapes, data, training and argument checks."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -454,6 +455,9 @@ def test_rms_is_the_typical_size_of_an_entry():
     assert dl.rms(torch.full((3, 4), -2.0)) == pytest.approx(2.0)
     assert dl.rms(torch.tensor([3.0, 4.0])) == pytest.approx(math.sqrt(12.5))
     assert isinstance(dl.rms(torch.ones(2)), float)
+    with warnings.catch_warnings():  # a tensor that needs a gradient: no warning
+        warnings.simplefilter("error")
+        assert dl.rms(torch.ones(2, requires_grad=True)) == pytest.approx(1.0)
     for bad in ([1.0, 2.0], torch.zeros(0)):
         with pytest.raises(ValueError, match="t must be a tensor with at least one entry"):
             dl.rms(bad)
