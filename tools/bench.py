@@ -306,11 +306,11 @@ def _on(entries: list[dict], cpu: str) -> list[dict]:
     return [e for e in entries if (e.get("cpu") or "") == cpu]
 
 
-def _time_cell(r: dict, share: bool = False) -> str:
-    train = training_seconds(r)
+def _time_cell(r: dict) -> str:
+    """``41 s (55 % training)``: a notebook's time and the share of it spent training."""
     text = f"{r['seconds']:.0f}{NBSP}s"
-    if share and r.get("training"):
-        text += f" ({100 * train / r['seconds']:.0f}{NBSP}% training)"
+    if r.get("training"):
+        text += f" ({100 * training_seconds(r) / r['seconds']:.0f}{NBSP}% training)"
     return text
 
 
@@ -324,7 +324,7 @@ def table(rows: list[dict]) -> list[str]:
                  + " | peak memory | status |", "|---|" + "---:|" * (len(cpus) + 1) + "---|"]
         for path in dict.fromkeys(r["path"] for r in rows):
             mine = {r.get("cpu") or "": r for r in rows if r["path"] == path}
-            times = [_time_cell(mine[c], share=True) if c in mine else "-" for c in cpus]
+            times = [_time_cell(mine[c]) if c in mine else "-" for c in cpus]
             memory = max((r["memory"] for r in mine.values() if r.get("memory") is not None),
                          default=None)
             over = [f"{', '.join(over_budget(mine[c]))} ({c})" for c in cpus
