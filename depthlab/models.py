@@ -168,7 +168,9 @@ class Block(nn.Module):
             y = self.branch(x)
             return self.norm(y) if self.norm_position == "post" else y
         skip = self.proj(x) if self.proj is not None else x
-        y = self.shortcut * skip + self.alpha * self.branch(x)
+        if self.shortcut != 1.0:  # a factor of 1 is exact: no multiplication to pay for
+            skip = self.shortcut * skip
+        y = skip + self.alpha * self.branch(x)
         return self.norm(y) if self.norm_position == "post" else y
 
 

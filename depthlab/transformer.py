@@ -53,6 +53,19 @@ GPT2_STD = 0.02  # GPT-2's standard deviation for every weight
 TASKS = ("copy", "reverse", "sort")
 
 
+def _softmax(scores: torch.Tensor) -> torch.Tensor:
+    """``softmax`` over the last axis, written out: ``exp(s - max s) / sum exp(s - max s)``.
+
+    The same function as ``torch.softmax`` up to float rounding (subtracting the maximum only
+    keeps ``exp`` from overflowing). Over a last axis as short as a toy sequence (8 positions),
+    PyTorch's CPU kernel is about three times slower, forward and backward, than these four
+    element-wise operations, and the attention weights were a fifth of a batched step.
+    """
+    shifted = scores - scores.amax(-1, keepdim=True).detach()
+    e = shifted.exp()
+    return e / e.sum(-1, keepdim=True)
+
+
 def _check_heads(d_model: int, n_heads: int) -> None:
     if d_model % n_heads:
         divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
@@ -175,7 +188,7 @@ class TransformerBlock(nn.Module):
         qkv = nn.functional.linear(x, self.attn.in_proj_weight, self.attn.in_proj_bias)
         # (..., T, 3d) -> three (..., heads, T, d_head)
         q, k, v = qkv.unflatten(-1, (3, heads, d_head)).movedim(-4, -2).unbind(-4)
-        weights = torch.softmax(q @ k.transpose(-1, -2) / d_head ** 0.5, dim=-1)
+        weights = _softmax(q @ k.transpose(-1, -2) / d_head ** 0.5)
         mixed = (weights @ v).movedim(-3, -2).flatten(-2)      # (..., T, d)
         return self.attn.out_proj(mixed)
 
