@@ -158,9 +158,9 @@ class _Block(nn.Module):
         if self.detach_branch:  # a switch for measurements: no gradient through F
             F = F.detach()
         if self.residual:
-            # keep is 1, or with stochastic depth a draw of 0 or 1 (in evaluation
-            # the block's survival probability)
-            out = self.shortcut(x, h) + self.keep(x) * F
+            # with stochastic depth, keep is a draw of 0 or 1 (in evaluation the
+            # block's survival probability); without it, 1, and the product is skipped
+            out = self.shortcut(x, h) + (F if self.survival == 1.0 else self.keep(x) * F)
         else:  # residual=False: a plain block, no shortcut
             out = F
         return torch.relu(out) if self.order == "v1" else out
