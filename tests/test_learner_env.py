@@ -43,7 +43,10 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ["chapters/01_depth_problem.ipynb", "labs/lab2_ensembles.ipynb"]
+# The lab first: it takes longest, and each notebook starts once the one before it has installed
+# depthlab. Chapter 7 generates MNIST-1D (mnist1d, and the scipy it needs); Lab 1 is the first lab,
+# with its exercise checks and an interactive panel.
+NOTEBOOKS = ["labs/lab1_fifty_layers.ipynb", "chapters/07_resnets_as_built.ipynb"]
 # What Colab brings preinstalled (of what the course uses), what mnist1d needs from it, and a
 # current pip, as Colab has (the one Python 3.11's venv brings rejects `name @ git+file:///...`).
 COLAB_PACKAGES = ["torch", "numpy", "matplotlib", "ipywidgets", "ipykernel", "scipy", "requests",

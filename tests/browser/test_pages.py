@@ -29,6 +29,10 @@ dark too: myst-nb's stylesheet follows it), a full-length screenshot in
 In both themes, the page logs no error and reaches for no network (checked before axe, whose
 own reading of the stylesheets Chromium refuses on file:// pages).
 
+The order, with two switches of theme: light (screenshot, the content checks), dark
+(screenshot, then axe's colour rules), light again (axe's other rules and its colour rules), and
+last the twins' sliders.
+
 The colour rules skip MathJax's output: each equation is hundreds of elements whose glyphs take
 the colour of the text around them, and that text is checked. They check each
 syntax-highlighted token class once per kind of code block, not its thousands of repeats of the
@@ -231,9 +235,12 @@ def no_serious_accessibility_violations(page, name, theme):
     axe_report.txt."""
     found = []
     for context, options in AXE_RUNS[theme]:
-        if options is COLOUR:  # after the other rules, which see the page as it loaded; both
-            page.evaluate(FLATTEN_REPEATED_TOKENS)  # are idempotent: a second theme's run
-            page.evaluate(MARK_REPEATED_ROWS)  # finds nothing more to flatten or mark
+        # both are idempotent (the second theme's run finds nothing more to do), and what
+        # they change is invisible to the other rules: a code block's text, the same, without
+        # its colour spans, and an attribute on a repeated table row
+        if options is COLOUR:
+            page.evaluate(FLATTEN_REPEATED_TOKENS)
+            page.evaluate(MARK_REPEATED_ROWS)
         found += page.evaluate("([context, options]) => axe.run(context, options)"
                                ".then(r => r.violations)", [context, options])
     append_lines(AXE_REPORT, [f"{theme:5s} {name}: {describe(v)}" for v in found])
@@ -299,12 +306,11 @@ def test_page(browser, axe_source, path):
         # before axe, which reads the stylesheets again with XMLHttpRequest: from file:// pages
         # Chromium refuses that and logs errors that a reader never causes
         check(nothing_logged_an_error_or_reached_the_network, "light and dark")
-        switch_theme(page, "light")
-        check(theme_is_applied, "light")
         page.evaluate(axe_source)
-        check(no_serious_accessibility_violations, "light")  # first: the page as it loaded
-        switch_theme(page, "dark")
-        check(no_serious_accessibility_violations, "dark")  # the colour rules
+        check(no_serious_accessibility_violations, "dark")  # the colour rules, while dark
+        switch_theme(page, "light")  # the second and last switch
+        check(theme_is_applied, "light")
+        check(no_serious_accessibility_violations, "light")  # every rule
         if content:
             check(twins_respond_to_their_sliders)  # moves the sliders: after the shots and axe
     finally:
