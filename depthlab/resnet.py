@@ -160,7 +160,8 @@ class _Block(nn.Module):
         if self.residual:
             # with stochastic depth, keep is a draw of 0 or 1 (in evaluation the
             # block's survival probability); without it, 1, and the product is skipped
-            out = self.shortcut(x, h) + (F if self.survival == 1.0 else self.keep(x) * F)
+            kept = F if self.survival == 1.0 else self.keep(x) * F
+            out = self.shortcut(x, h) + kept
         else:  # residual=False: a plain block, no shortcut
             out = F
         return torch.relu(out) if self.order == "v1" else out

@@ -94,7 +94,7 @@ def best_rates(scores: Mapping, better: str = "lower", tie_break: Mapping | None
     better as ``tie_better`` says; a tie that remains goes to the smaller rate. A best rate at
     either end of the swept range means the sweep should be widened; :func:`rate_table` marks it.
 
-    Introduced in Lab 5 (labs/lab5_degradation).
+    Introduced in Lab 2 (labs/lab2_ensembles).
     """
     choice("better", better, BETTER)
     choice("tie_better", tie_better, BETTER)
