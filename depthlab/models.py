@@ -85,16 +85,15 @@ class Block(nn.Module):
     Parameters
     ----------
     width, out_width:
-        Input and output width of the stream (``out_width`` defaults to ``width``). A residual
-        block needs them equal unless ``projection=True``.
+        Input and output width (``out_width`` defaults to ``width``); equal in a residual block
+        unless ``projection=True``.
     residual:
         Add the shortcut (``True``) or not (``False``, a plain layer).
     norm:
         ``"none"``, ``"pre"`` (LayerNorm inside the branch) or ``"post"`` (LayerNorm after the sum).
     alpha:
         Branch scale: a number >= 0, ``"1/sqrt(L)"``, ``"learned"`` (a learnable scalar starting at
-        ``1/sqrt(L)``, the value of the fixed scale) or ``"rezero"`` (a learnable scalar starting
-        at 0). ``model.alphas()`` reads the current values.
+        ``1/sqrt(L)``) or ``"rezero"`` (one starting at 0). ``model.alphas()`` reads them.
     shortcut:
         Shortcut scale ``lam`` > 0 (residual blocks only).
     projection:

@@ -158,8 +158,7 @@ class _Block(nn.Module):
         if self.detach_branch:  # a switch for measurements: no gradient through F
             F = F.detach()
         if self.residual:
-            # with stochastic depth, keep is a draw of 0 or 1 (in evaluation the
-            # block's survival probability); without it, 1, and the product is skipped
+            # keep is 1 (the product skipped) or, with stochastic depth, a draw of 0 or 1
             kept = F if self.survival == 1.0 else self.keep(x) * F
             out = self.shortcut(x, h) + kept
         else:  # residual=False: a plain block, no shortcut

@@ -26,9 +26,8 @@ token per position, which is all the generated tasks of :func:`sequence_task` ne
 * :func:`sequence_task`: a seeded copy / reverse / sort data set;
 * :func:`train_sequence`: Adam with optional linear warm-up, returning a :class:`SeqHistory`.
 
-``TinyTransformer.block_weights()`` returns each block's FFN output matrix ``W_2``, so
-:func:`depthlab.weight_grad_norms` reads the gradient norm of every block's ``W_2`` after a
-backward pass, as Xiong et al. analyse it.
+``TinyTransformer.block_weights()`` returns each block's FFN output matrix ``W_2``, whose gradient
+norms :func:`depthlab.weight_grad_norms` reads, as Xiong et al. analyse them.
 """
 
 from __future__ import annotations
@@ -51,18 +50,6 @@ TRANSFORMER_NORM_LAYERS = ("layer", "rms")         # LayerNorm or RMSNorm
 TRANSFORMER_INITS = ("xavier", "default", "gpt2")
 GPT2_STD = 0.02  # GPT-2's standard deviation for every weight
 TASKS = ("copy", "reverse", "sort")
-
-
-def _softmax(scores: torch.Tensor) -> torch.Tensor:
-    """``softmax`` over the last axis, written out: ``exp(s - max s) / sum exp(s - max s)``.
-
-    The same function as ``torch.softmax`` up to float rounding (subtracting the maximum only
-    keeps ``exp`` from overflowing). Over a last axis as short as a toy sequence (8 positions),
-    PyTorch's CPU kernel is about three times slower, forward and backward, than these four
-    element-wise operations, and the attention weights were a fifth of a batched step.
-    """
-    e = (scores - scores.amax(-1, keepdim=True).detach()).exp()
-    return e / e.sum(-1, keepdim=True)
 
 
 def _check_heads(d_model: int, n_heads: int) -> None:
@@ -176,9 +163,8 @@ class TransformerBlock(nn.Module):
         by the average of the values weighted by ``softmax(query . key / sqrt(d_head))``, and
         ``out_proj`` mixes the heads. ``self.attn`` (``nn.MultiheadAttention``) holds the
         weights and computes it with PyTorch's fused kernel; with ``written_out = True`` the
-        formula below computes it instead, equal up to float rounding and slower, but
-        ``torch.vmap`` can batch it, which is how :func:`depthlab.train_many` trains many
-        models at once.
+        formula below does, equal up to float rounding, which ``torch.vmap`` batches (as
+        :func:`depthlab.train_many` does; its softmax, written out, is faster over short rows).
         """
         if not self.written_out:
             return self.attn(x, x, x, need_weights=False)[0]
@@ -187,7 +173,9 @@ class TransformerBlock(nn.Module):
         qkv = nn.functional.linear(x, self.attn.in_proj_weight, self.attn.in_proj_bias)
         # (..., T, 3d) -> three (..., heads, T, d_head)
         q, k, v = qkv.unflatten(-1, (3, heads, d_head)).movedim(-4, -2).unbind(-4)
-        weights = _softmax(q @ k.transpose(-1, -2) / d_head ** 0.5)
+        scores = q @ k.transpose(-1, -2) / d_head ** 0.5
+        e = (scores - scores.amax(-1, keepdim=True).detach()).exp()   # softmax, written out
+        weights = e / e.sum(-1, keepdim=True)
         mixed = (weights @ v).movedim(-3, -2).flatten(-2)      # (..., T, d)
         return self.attn.out_proj(mixed)
 
