@@ -158,7 +158,7 @@ class _Block(nn.Module):
         if self.detach_branch:  # a switch for measurements: no gradient through F
             F = F.detach()
         if self.residual:
-            # keep is 1 (the product skipped) or, with stochastic depth, a draw of 0 or 1
+            # keep: 1 (the product skipped), or with stochastic depth a draw of 0 or 1
             kept = F if self.survival == 1.0 else self.keep(x) * F
             out = self.shortcut(x, h) + kept
         else:  # residual=False: a plain block, no shortcut
