@@ -163,8 +163,8 @@ class TransformerBlock(nn.Module):
         by the average of the values weighted by ``softmax(query . key / sqrt(d_head))``, and
         ``out_proj`` mixes the heads. ``self.attn`` (``nn.MultiheadAttention``) holds the
         weights and computes it with PyTorch's fused kernel; with ``written_out = True`` the
-        formula below does, equal up to float rounding, which ``torch.vmap`` batches (as
-        :func:`depthlab.train_many` does; its softmax, written out, is faster over short rows).
+        formula below computes it (equal up to float rounding; its softmax written out, faster
+        on short rows), which ``torch.vmap`` can batch, as :func:`depthlab.train_many` does.
         """
         if not self.written_out:
             return self.attn(x, x, x, need_weights=False)[0]
