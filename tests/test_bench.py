@@ -373,3 +373,18 @@ def test_the_page_says_which_seeds_ran_where_no_seed_is_common_to_a_configuratio
     assert "at seed 1 in *1 thread*" in text
     assert "at seeds 0, 1 and 2 in *2 threads, default kernels*" in text
     assert "not every notebook at every one of those seeds" in text
+
+
+def test_config_runs_the_checks_in_one_configuration_alone(tmp_path, monkeypatch):
+    asked = {}
+
+    def measure(only, seeds, configs, jobs, timeout, timed):
+        asked.update(seeds=seeds, configs=configs, timed=timed)
+        return dict(machine="m", device="cpu", rows=[], runs=[], seeds=seeds, configs=configs)
+
+    monkeypatch.setattr(bench, "measure", measure)
+    args = ["--results", str(tmp_path / "r.json"), "--page", "", "--no-timing"]
+    assert bench.main(args + ["--config", "other-kernels", "--seeds", "5", "lab6"]) == 0
+    assert asked == dict(seeds=[0, 1, 2, 3, 4], configs=[bench.OTHER_KERNELS], timed=False)
+    with pytest.raises(SystemExit):
+        bench.main(args + ["--config", "one-thread", "--matrix"])

@@ -15,6 +15,13 @@ def test_setup_returns_the_device_and_seed_and_can_cap_threads(monkeypatch):
     try:
         assert dl.setup(threads=1) == (torch.device("cpu"), 3)
         assert torch.get_num_threads() == 1
+        # a cap, not a count: never more than PyTorch's default (OMP_NUM_THREADS=1 in nbval)
+        monkeypatch.setattr("depthlab.book.experiments._TORCH_THREADS", 1)
+        dl.setup(threads=2)
+        assert torch.get_num_threads() == 1
+        monkeypatch.setattr("depthlab.book.experiments._TORCH_THREADS", 4)
+        dl.setup(threads=2)
+        assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
     with pytest.raises(ValueError, match="threads must be an integer >= 1"):

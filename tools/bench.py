@@ -24,7 +24,8 @@ thread counts, PyTorch's kernel set), and the page shows, for every check, its w
 all the runs against its threshold, and in which run, so a check that only just holds is visible.
 The default matrix is seeds 0-2 on one thread; ``--matrix`` runs seeds 0-4 on one thread and on
 two threads with ``ATEN_CPU_CAPABILITY=default`` (PyTorch's scalar kernels, which change the digits
-of a trained network the way another CPU does). Runs on one thread go two at a time (``--jobs``).
+of a trained network the way another CPU does); ``--config`` runs one of the two alone (after a
+change only one of them sees). Runs on one thread go two at a time (``--jobs``).
 A notebook whose conclusions fail is recorded (which checks failed, and the error), not a reason
 to stop; so is a notebook that fails for another reason.
 
@@ -857,6 +858,10 @@ def main(argv=None) -> int:
     parser.add_argument("--matrix", action="store_true",
                         help=f"the whole matrix: seeds 0-4 (unless --seeds says otherwise), "
                              f"{ONE_THREAD!r} and {OTHER_KERNELS!r}")
+    parser.add_argument("--config", choices=["one-thread", "other-kernels"],
+                        help=f"check the conclusions in this configuration alone: "
+                             f"{ONE_THREAD!r} or {OTHER_KERNELS!r} (after a change that only "
+                             f"one of them sees)")
     parser.add_argument("--no-timing", action="store_true",
                         help="skip the timed pass: only check the conclusions")
     parser.add_argument("--timing-only", action="store_true",
@@ -875,8 +880,11 @@ def main(argv=None) -> int:
         parser.error(f"--seeds must be at least 1, got {args.seeds}")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
-    if args.timing_only and (args.no_timing or args.matrix):
-        parser.error("--timing-only runs the timed pass alone: not with --no-timing or --matrix")
+    if args.timing_only and (args.no_timing or args.matrix or args.config):
+        parser.error("--timing-only runs the timed pass alone: not with --no-timing, --matrix "
+                     "or --config")
+    if args.matrix and args.config:
+        parser.error("--matrix runs both configurations: not with --config")
     results_path = Path(args.results)
     if args.render_only:
         if not results_path.exists():
@@ -888,6 +896,8 @@ def main(argv=None) -> int:
         count = args.seeds if seeds_given or not args.matrix else 5
         seeds = list(range(args.first_seed, args.first_seed + count))
         configs = [ONE_THREAD, OTHER_KERNELS] if args.matrix else [ONE_THREAD]
+        if args.config:
+            configs = [{"one-thread": ONE_THREAD, "other-kernels": OTHER_KERNELS}[args.config]]
         if args.timing_only:
             seeds, configs = [], []
         new = measure(args.only, seeds, configs, args.jobs, args.timeout,

@@ -23,6 +23,9 @@ from ..plots import use_style
 from ..seeds import default_device, lab_seed
 from .report import markdown_table
 
+# PyTorch's own thread count (one per core, or OMP_NUM_THREADS), read before setup() changes it
+_TORCH_THREADS = torch.get_num_threads()
+
 
 def setup(threads: int | None = None) -> tuple[torch.device, int]:
     """Start a notebook: the course's figure style; return ``(device, seed)``.
@@ -30,13 +33,14 @@ def setup(threads: int | None = None) -> tuple[torch.device, int]:
     ``device`` is :func:`depthlab.default_device` (CUDA when available, unless
     ``DEPTHLAB_DEVICE`` says otherwise) and ``seed`` is :func:`depthlab.lab_seed` (0 unless
     ``DEPTHLAB_SEED`` says otherwise), to be added to every seed the notebook uses. ``threads``
-    caps PyTorch's CPU threads (``None`` leaves PyTorch's default): tiny networks train no slower
-    on one. Every chapter and lab starts with it.
+    caps PyTorch's CPU threads: ``min(threads, PyTorch's default)``, so it never adds threads
+    where ``OMP_NUM_THREADS`` asked for fewer (``None`` leaves the default). The labs' small
+    networks gain little beyond two. Every chapter and lab starts with it.
 
     Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
     if threads is not None:
-        torch.set_num_threads(positive_int("threads", threads))
+        torch.set_num_threads(min(positive_int("threads", threads), _TORCH_THREADS))
     use_style()
     return default_device(), lab_seed()
 
