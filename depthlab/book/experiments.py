@@ -34,8 +34,9 @@ def setup(threads: int | None = None) -> tuple[torch.device, int]:
     ``DEPTHLAB_DEVICE`` says otherwise) and ``seed`` is :func:`depthlab.lab_seed` (0 unless
     ``DEPTHLAB_SEED`` says otherwise), to be added to every seed the notebook uses. ``threads``
     caps PyTorch's CPU threads: ``min(threads, PyTorch's default)``, so it never adds threads
-    where ``OMP_NUM_THREADS`` asked for fewer (``None`` leaves the default). The labs' small
-    networks gain little beyond two. Every chapter and lab starts with it.
+    where ``OMP_NUM_THREADS`` asked for fewer (``None`` leaves the default). Labs 1, 3, 4 and 6
+    ask for two (a step of their small networks takes about two thirds of its one-thread time).
+    Every chapter and lab starts with it.
 
     Introduced in Chapter 7 (chapters/07_resnets_as_built).
     """
